@@ -77,8 +77,7 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
                 problems.append(
                     Problem(
                         str(path),
-                        f"unsupported file type {path.suffix or '(none)'!r}; "
-                        "use .txt .md .html .pdf .json .jsonl",
+                        f"unsupported file type {path.suffix or '(none)'!r}; use .txt .md .html .pdf .json .jsonl",
                     )
                 )
         else:
@@ -141,7 +140,28 @@ def _html_to_text(raw: str) -> tuple[str, str | None]:
     title = soup.title.get_text(strip=True) if soup.title else None
     if soup.head:
         soup.head.decompose()
-    blocks = "p div li h1 h2 h3 h4 h5 h6 tr pre blockquote section article br table ul ol dd dt".split()
+    blocks = [
+        "p",
+        "div",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "tr",
+        "pre",
+        "blockquote",
+        "section",
+        "article",
+        "br",
+        "table",
+        "ul",
+        "ol",
+        "dd",
+        "dt",
+    ]
     for tag in soup.find_all(blocks):
         tag.insert_after("\n\n" if tag.name != "br" else "\n")
     text = soup.get_text()
@@ -182,9 +202,7 @@ def _read_jsonl(raw: str, path: Path, doc_id: str, source: str) -> list[Document
         rid = record.get("id")
         title = record.get("title")
         text = record["text"] if not title else f"{title}\n{record['text']}"
-        documents.append(
-            Document(str(rid) if rid is not None else f"{doc_id}:{lineno}", text, source, title=title)
-        )
+        documents.append(Document(str(rid) if rid is not None else f"{doc_id}:{lineno}", text, source, title=title))
     return _unique_ids(documents)
 
 
@@ -198,16 +216,19 @@ def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Do
     if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
         if all(isinstance(x.get("text"), str) for x in data):  # HippoRAG / LinearRAG passages
             docs = [
-                Document(str(x.get("title") or f"{doc_id}:{i}"), _titled(x.get("title"), x["text"]), source,
-                         title=x.get("title"))
+                Document(
+                    str(x.get("title") or f"{doc_id}:{i}"),
+                    _titled(x.get("title"), x["text"]),
+                    source,
+                    title=x.get("title"),
+                )
                 for i, x in enumerate(data)
                 if x["text"].strip()
             ]
             return _unique_ids(docs)
         if all(isinstance(x.get("context"), str) for x in data):  # GraphRAG-Bench
             docs = [
-                Document(str(x.get("corpus_name") or f"{doc_id}:{i}"), x["context"], source,
-                         title=x.get("corpus_name"))
+                Document(str(x.get("corpus_name") or f"{doc_id}:{i}"), x["context"], source, title=x.get("corpus_name"))
                 for i, x in enumerate(data)
                 if x["context"].strip()
             ]
@@ -229,7 +250,7 @@ def _reference_chunks(items: list[str], doc_id: str, source: str) -> Document:
         match = _REFERENCE_CHUNK.match(item)
         if match is None:
             raise IngestError(f'item {position} is not an A-RAG chunk "N:text"')
-        chunks.append((int(match.group(1)), item[match.end():]))
+        chunks.append((int(match.group(1)), item[match.end() :]))
     chunks.sort(key=lambda c: c[0])
     if len({n for n, _ in chunks}) != len(chunks):
         raise IngestError("duplicate chunk ids in A-RAG chunks file")

@@ -89,7 +89,7 @@ class FakeEmbedder:
     def _vector(self, text: str) -> np.ndarray:
         vec = np.zeros(self.dims, dtype=np.float32)
         words = re.findall(r"\w+", text.lower())
-        features = words + [w[i:i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        features = words + [w[i : i + 3] for w in words for i in range(max(1, len(w) - 2))]
         for feature in features:
             h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
             vec[h % self.dims] += 1.0 if (h >> 32) & 1 else -1.0
@@ -131,7 +131,7 @@ class OnnxSentenceEmbedder:
         options.log_severity_level = 3
         try:
             self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own untyped errors
+        except Exception as exc:
             raise EmbedderError(f"cannot load ONNX model {model_path}: {exc}") from None
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
@@ -143,7 +143,7 @@ class OnnxSentenceEmbedder:
     def fingerprint(self) -> str:
         return f"{self.name}@sha256:{self._weights_sha256}"
 
-    def _run(self, encodings: list) -> np.ndarray:  # type: ignore[type-arg]
+    def _run(self, encodings: list) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -200,7 +200,7 @@ def _hub_minilm(local_only: bool) -> Path | None:
         return None
     try:
         return Path(hf_hub_download(MINILM_REPO, "onnx/model.onnx", local_files_only=local_only))
-    except Exception:  # noqa: BLE001 - offline, not cached, or hub errors all mean "not available"
+    except Exception:
         return None
 
 
@@ -237,8 +237,8 @@ class SentenceTransformersEmbedder:
         prompts = getattr(self._model, "prompts", {}) or {}
         # e5 models expect "query: "/"passage: "; Qwen3-Embedding ships a "query" prompt of its own.
         self._query_prompt = prompts.get("query") or ("query: " if "e5" in lowered else "")
-        self._passage_prompt = prompts.get("document") or prompts.get("passage") or (
-            "passage: " if "e5" in lowered else ""
+        self._passage_prompt = (
+            prompts.get("document") or prompts.get("passage") or ("passage: " if "e5" in lowered else "")
         )
 
     @property
@@ -247,7 +247,10 @@ class SentenceTransformersEmbedder:
 
     def _encode(self, texts: Sequence[str], prompt: str) -> np.ndarray:
         vectors = self._model.encode(
-            list(texts), prompt=prompt or None, batch_size=self.batch_size, normalize_embeddings=True,
+            list(texts),
+            prompt=prompt or None,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
             convert_to_numpy=True,
         )
         return np.asarray(vectors, dtype=np.float32)
@@ -313,10 +316,10 @@ def load_embedder(spec: str, threads: int = 2, batch_size: int = 64) -> Embedder
     if spec.startswith("openai:"):
         return OpenAIEmbedder(
             spec[7:],
-            os.environ.get("ARAG_EMBED_BASE_URL") or os.environ.get("ARAG_BASE_URL")
+            os.environ.get("ARAG_EMBED_BASE_URL")
+            or os.environ.get("ARAG_BASE_URL")
             or os.environ.get("OPENAI_BASE_URL"),
-            os.environ.get("ARAG_EMBED_API_KEY") or os.environ.get("ARAG_API_KEY")
-            or os.environ.get("OPENAI_API_KEY"),
+            os.environ.get("ARAG_EMBED_API_KEY") or os.environ.get("ARAG_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         )
     raise EmbedderError(
         f"unknown embedder {spec!r}: use '{MINILM_REPO}', 'onnx:DIR', 'st:NAME', 'openai:MODEL' or 'fake'"

@@ -62,7 +62,7 @@ class Index:
         return cls(EmbeddedStore(Path(index_dir), threads=threads), embedder, threads)
 
     @property
-    def manifest(self):  # type: ignore[no-untyped-def]
+    def manifest(self):
         return self.store.manifest
 
     @property
@@ -134,11 +134,13 @@ class Index:
         for row, score in ranked:
             begin, end = int(offsets[row]), int(offsets[row + 1])
             sentence_scores = (
-                scores[begin:end] if scores is not None
+                scores[begin:end]
+                if scores is not None
                 else self.store.sentence_vectors(np.arange(begin, end)) @ vector.astype(np.float32)
             )
-            hits.append(SearchHit(records[row].chunk_id, score,
-                                  self._semantic_snippets(records[row], sentence_scores), row))
+            hits.append(
+                SearchHit(records[row].chunk_id, score, self._semantic_snippets(records[row], sentence_scores), row)
+            )
         return hits
 
     @staticmethod
@@ -151,8 +153,9 @@ class Index:
             best[nonempty] = np.maximum.reduceat(scores, starts[nonempty])
         return best
 
-    def _chunk_best_from_top(self, vector: np.ndarray, offsets: np.ndarray, top_k: int,
-                             exact: bool) -> list[tuple[int, float]]:
+    def _chunk_best_from_top(
+        self, vector: np.ndarray, offsets: np.ndarray, top_k: int, exact: bool
+    ) -> list[tuple[int, float]]:
         """Top-k chunks from the m best sentences; m grows until k distinct chunks are covered.
 
         If the m best sentences cover k distinct chunks, those chunks' maxima are the k largest
@@ -176,7 +179,7 @@ class Index:
     def _semantic_snippets(self, record: ChunkRecord, sentence_scores: np.ndarray) -> list[str]:
         spans = self.store.sentence_spans(record.row)
         top = np.lexsort((np.arange(len(sentence_scores)), -np.asarray(sentence_scores)))[:SEMANTIC_SNIPPETS]
-        return [record.text[spans[i][0]:spans[i][1]].strip() for i in sorted(int(t) for t in top)]
+        return [record.text[spans[i][0] : spans[i][1]].strip() for i in sorted(int(t) for t in top)]
 
     # ------------------------------------------------------------------ read
     def read(self, chunk_ids: list[str]) -> tuple[list[ChunkRecord], list[str]]:

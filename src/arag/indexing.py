@@ -57,15 +57,38 @@ def _prepare(doc: Document, settings: IndexSettings) -> list[_PreparedChunk]:
     encoding = settings.chunker.encoding
     if doc.chunks is not None:  # already chunked (A-RAG chunks.json): ids and texts are kept as they are
         return [
-            _PreparedChunk(chunk_id, i, text, count_tokens(text, encoding),
-                           [(s.start, s.end) for s in split_sentences(text)])
+            _PreparedChunk(
+                chunk_id, i, text, count_tokens(text, encoding), [(s.start, s.end) for s in split_sentences(text)]
+            )
             for i, (chunk_id, text) in enumerate(doc.chunks)
         ]
     return [
-        _PreparedChunk(f"{doc.doc_id}#{draft.ordinal}", draft.ordinal, draft.text, draft.n_tokens,
-                       [(s.start, s.end) for s in draft.sentences])
+        _PreparedChunk(
+            f"{doc.doc_id}#{draft.ordinal}",
+            draft.ordinal,
+            draft.text,
+            draft.n_tokens,
+            [(s.start, s.end) for s in draft.sentences],
+        )
         for draft in chunk_document(doc.text, settings.chunker.chunk_tokens, encoding)
     ]
+
+
+def _keep_known_doc_ids(new_docs: list[Document], old_docs: list[DocumentRecord]) -> None:
+    """A file gets the same document id however it is named (alone, or inside a folder), so its chunk ids
+    stay stable across re-indexing: a one-document source already in the index keeps its old id."""
+    old_by_source: dict[str, list[str]] = {}
+    for old in old_docs:
+        old_by_source.setdefault(old.source, []).append(old.doc_id)
+    new_by_source: dict[str, list[Document]] = {}
+    for doc in new_docs:
+        new_by_source.setdefault(doc.source, []).append(doc)
+    for source, docs in new_by_source.items():
+        known = old_by_source.get(source, [])
+        if len(docs) == 1 and len(known) == 1 and docs[0].chunks is None and docs[0].doc_id != known[0]:
+            docs[0].doc_id = known[0]
+            docs[0].content_hash = ""
+            docs[0].__post_init__()
 
 
 def _check_compatible(previous: EmbeddedStore, settings: IndexSettings) -> None:
@@ -109,6 +132,8 @@ def build_index(
         detail = "; ".join(str(p) for p in report.problems[:3])
         raise IngestError(f"nothing to index{': ' + detail if detail else ''}")
 
+    if previous is not None:
+        _keep_known_doc_ids(new_docs, previous.documents())
     replaced_sources = {d.source for d in new_docs}
     new_by_id = {d.doc_id: d for d in new_docs}
     if len(new_by_id) != len(new_docs):
@@ -139,8 +164,11 @@ def build_index(
             report.added.append(new.doc_id)
             plan.append((DocumentRecord(new.doc_id, new.source, new.title, new.content_hash), new))
 
-    manifest_base = {"chunker": settings.chunker.model_dump(), "vector_dtype": settings.vector_dtype,
-                     "ann": settings.ann}
+    manifest_base: dict[str, object] = {
+        "chunker": settings.chunker.model_dump(),
+        "vector_dtype": settings.vector_dtype,
+        "ann": settings.ann,
+    }
     writer = GenerationWriter(index_dir, manifest_base)
     try:
         offsets = [0]
@@ -176,8 +204,16 @@ def build_index(
         vectors, embedder_info = _vectors_for(texts, hashes, previous, settings, embedder, report, progress)
         report.documents, report.chunks, report.sentences = len(plan), len(offsets) - 1, len(texts)
         counts = {"documents": report.documents, "chunks": report.chunks, "sentences": report.sentences}
-        writer.finish(np.asarray(offsets), np.asarray(spans, dtype=np.int32).reshape(-1, 2), hashes, vectors,
-                      settings.vector_dtype, settings.ann, settings.threads, counts)
+        writer.finish(
+            np.asarray(offsets),
+            np.asarray(spans, dtype=np.int32).reshape(-1, 2),
+            hashes,
+            vectors,
+            settings.vector_dtype,
+            settings.ann,
+            settings.threads,
+            counts,
+        )
         if previous is not None:
             previous.close()
         writer.commit(embedder_info)
@@ -208,13 +244,18 @@ def _vectors_for(
     if embedder is None and (missing_texts or previous is None):
         embedder = load_embedder(settings.embedder, threads=settings.threads, batch_size=settings.embed_batch_size)
     if embedder is not None:
-        info: dict[str, object] = {"name": settings.embedder, "dims": embedder.dims,
-                                   "fingerprint": embedder.fingerprint}
+        info: dict[str, object] = {
+            "name": settings.embedder,
+            "dims": embedder.dims,
+            "fingerprint": embedder.fingerprint,
+        }
     else:
         assert previous is not None
         info = dict(previous.manifest.embedder)
-    if embedder is not None and previous is not None and previous.manifest.embedder.get("fingerprint") not in (
-        None, embedder.fingerprint
+    if (
+        embedder is not None
+        and previous is not None
+        and previous.manifest.embedder.get("fingerprint") not in (None, embedder.fingerprint)
     ):
         raise IndexFormatError(
             f"the embedder now resolves to {embedder.fingerprint} but the index was built with "

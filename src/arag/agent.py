@@ -1,0 +1,305 @@
+"""The A-RAG agent (paper §3.3): reason → call a tool → observe, until it answers or runs out of steps."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from typing import Any
+
+from arag.chunking import count_tokens
+from arag.errors import LLMError
+from arag.index import Index
+from arag.llm import ChatModel, ChatTurn, Usage
+from arag.settings import AgentSettings
+from arag.tools import Toolkit, ToolResult, parse_arguments
+
+STOP_REASONS = ("answered", "max_steps", "token_budget", "stalled", "error")
+_CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
+
+
+@dataclass
+class Step:
+    tool: str
+    arguments: dict[str, Any]
+    observation: str
+    retrieved_tokens: int
+    latency_s: float
+    thought: str = ""
+
+
+@dataclass
+class AgentResult:
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    stop_reason: str
+    steps: int
+    trajectory: list[Step]
+    usage: Usage
+    cost: float | None
+    retrieved_tokens: int
+    latency_s: float
+    error: str | None = None
+    read_chunks: list[str] = field(default_factory=list)
+    seen_chunks: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["usage"] = self.usage.to_dict()
+        return data
+
+
+def load_system_prompt(settings: AgentSettings) -> str:
+    if settings.system_prompt_file is not None:
+        return settings.system_prompt_file.read_text(encoding="utf-8")
+    return resources.files("arag").joinpath("prompts/system.md").read_text(encoding="utf-8")
+
+
+def action_schema(toolkit: Toolkit | None, allow_answer: bool = True) -> dict[str, Any]:
+    """JSON schema whose variants are the enabled tools plus final_answer (for response_format)."""
+    variants = [
+        {
+            "type": "object",
+            "properties": {
+                "thought": {"type": "string"},
+                "action": {"type": "string", "enum": [s["function"]["name"]]},
+                "arguments": s["function"]["parameters"],
+            },
+            "required": ["thought", "action", "arguments"],
+            "additionalProperties": False,
+        }
+        for s in (toolkit.schemas() if toolkit else [])
+        # the first action must be a search: there is nothing to read or answer from yet
+        if allow_answer or s["function"]["name"] != "chunk_read" or len(toolkit.enabled) == 1  # type: ignore[union-attr]
+    ]
+    if allow_answer:
+        variants.append(
+            {
+                "type": "object",
+                "properties": {
+                    "thought": {"type": "string"},
+                    "action": {"type": "string", "enum": ["final_answer"]},
+                    "answer": {"type": "string"},
+                },
+                "required": ["thought", "action", "answer"],
+                "additionalProperties": False,
+            }
+        )
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "agent_action", "strict": True, "schema": {"anyOf": variants}},
+    }
+
+
+@dataclass
+class _Call:
+    name: str
+    arguments: Any
+    call_id: str | None = None
+
+
+class Agent:
+    """Runs questions against one shared :class:`Index` with one chat model."""
+
+    def __init__(
+        self, index: Index, model: ChatModel, settings: AgentSettings | None = None, json_actions: bool | None = None
+    ) -> None:
+        self.index = index
+        self.model = model
+        self.settings = settings or AgentSettings()
+        mode = self.settings.action_mode
+        self.json_actions = json_actions if json_actions is not None else mode == "json"
+        self.system_prompt = load_system_prompt(self.settings)
+        self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
+
+    def run(self, question: str) -> AgentResult:
+        started = time.perf_counter()
+        toolkit = Toolkit(self.index, enabled=self.settings.tools)
+        usage, trajectory = Usage(), []
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self._system(toolkit)},
+            {"role": "user", "content": question},
+        ]
+        answer, stop, error, stalls, done = "", "max_steps", None, 0, set()
+        try:
+            for step in range(self.settings.max_steps):
+                if usage.total_tokens >= self.settings.token_budget:
+                    stop = "token_budget"
+                    break
+                turn = self._ask(messages, toolkit, usage, final=False, first=step == 0)
+                calls, answer, thought = self._parse(turn)
+                if not calls and answer:
+                    stop = "answered"
+                    break
+                if not calls:
+                    messages.append(
+                        {"role": "user", "content": "Your reply was empty. Call a tool or give the final answer."}
+                    )
+                    stalls += 1
+                for call in calls if self.settings.parallel_tool_calls else calls[:1]:
+                    key = f"{call.name}:{json.dumps(_safe_args(call.arguments), sort_keys=True)}"
+                    if key in done:
+                        stalls += 1
+                        result = ToolResult(
+                            call.name,
+                            _safe_args(call.arguments),
+                            "You already made this exact call; its result is above. Use it, "
+                            "try something different, or give the final answer.",
+                            0,
+                            0.0,
+                            False,
+                        )
+                    else:
+                        stalls = 0
+                        done.add(key)
+                        result = toolkit.call(call.name, call.arguments)
+                    trajectory.append(
+                        Step(
+                            result.name,
+                            result.arguments,
+                            result.observation,
+                            result.retrieved_tokens,
+                            round(result.latency_s, 6),
+                            thought,
+                        )
+                    )
+                    if self.on_step:
+                        self.on_step(trajectory[-1])
+                    self._observe(messages, call, result.observation)
+                for skipped in [] if self.settings.parallel_tool_calls else calls[1:]:
+                    # the API requires an answer to every tool_call_id, executed or not
+                    self._observe(messages, skipped, "Not executed: one tool call per step. Call it again if needed.")
+                if stalls >= self.settings.stall_limit:
+                    stop = "stalled"
+                    break
+                left = self.settings.max_steps - step - 1
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"[{left} steps left, "
+                        f"{max(0, self.settings.token_budget - usage.total_tokens)} tokens left]",
+                    }
+                )
+            if stop != "answered":
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": "Stop searching now. Answer the question from what you "
+                        "have gathered, citing chunks as [chunk ID].",
+                    }
+                )
+                answer = self._parse(self._ask(messages, toolkit, usage, final=True))[1]
+        except LLMError as exc:
+            stop, error = "error", str(exc)
+        return AgentResult(
+            question,
+            answer,
+            self._citations(answer, toolkit),
+            stop,
+            len(trajectory),
+            trajectory,
+            usage,
+            self.model.cost(usage),
+            toolkit.tracker.retrieved_tokens,
+            round(time.perf_counter() - started, 3),
+            error,
+            sorted(toolkit.tracker.read_ids),
+            sorted(toolkit.tracker.seen_ids),
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def _system(self, toolkit: Toolkit) -> str:
+        text = (
+            self.system_prompt + f"\nAvailable tools: {', '.join(toolkit.enabled)}. You have at most "
+            f"{self.settings.max_steps} tool calls."
+        )
+        if self.json_actions:
+            text += (
+                '\nReply with one JSON object: {"thought", "action", "arguments"} to call a tool, or '
+                '{"thought", "action": "final_answer", "answer"} to answer.'
+            )
+        return text
+
+    def _ask(
+        self, messages: list[dict[str, Any]], toolkit: Toolkit, usage: Usage, final: bool, first: bool = False
+    ) -> ChatTurn:
+        if self.json_actions:
+            # A small model answers from memory unless its first action must be a retrieval.
+            fmt = action_schema(None if final else toolkit, allow_answer=not first)
+            turn = self.model.complete(messages, response_format=fmt)
+        else:
+            turn = self.model.complete(
+                messages,
+                tools=None if final else toolkit.schemas(),
+                parallel_tool_calls=None if final else self.settings.parallel_tool_calls,
+            )
+        usage.add(turn.usage)
+        messages.append(turn.message)
+        return turn
+
+    def _parse(self, turn: ChatTurn) -> tuple[list[_Call], str, str]:
+        """Tool calls, answer text and thought from a turn (native calls, JSON actions, or calls printed as text)."""
+        if turn.tool_calls:
+            return (
+                [_Call(c["function"]["name"], c["function"]["arguments"], c["id"]) for c in turn.tool_calls],
+                "",
+                turn.content,
+            )
+        data = _json_object(turn.content)
+        if isinstance(data, dict):
+            name = data.get("action") or data.get("name") or data.get("tool")
+            thought = str(data.get("thought", ""))
+            if name == "final_answer":
+                return [], str(data.get("answer") or (data.get("arguments") or {}).get("answer", "")), thought
+            if isinstance(name, str):
+                args = data.get("arguments", data.get("parameters", data.get("action_input", {})))
+                return [_Call(name, args)], "", thought
+        return [], turn.content.strip(), ""
+
+    def _observe(self, messages: list[dict[str, Any]], call: _Call, observation: str) -> None:
+        if call.call_id is not None:
+            messages.append({"role": "tool", "tool_call_id": call.call_id, "content": observation})
+        else:
+            messages.append({"role": "user", "content": f"Observation from {call.name}:\n{observation}"})
+
+    def _citations(self, answer: str, toolkit: Toolkit) -> list[dict[str, Any]]:
+        """Chunk ids cited in the answer, each verified against the chunks this run actually returned."""
+        cited: list[str] = []
+        for group in _CITATION.findall(answer):
+            for part in re.split(r"[,;]\s*", group):
+                chunk_id = re.sub(r"^chunks?\s*:?\s*", "", part.strip(), flags=re.I).strip()
+                if chunk_id and chunk_id not in cited:
+                    cited.append(chunk_id)
+        return [{"chunk_id": c, "verified": c in toolkit.tracker.seen_ids} for c in cited]
+
+
+def _safe_args(arguments: Any) -> dict[str, Any]:
+    try:
+        return parse_arguments(arguments)
+    except Exception:
+        return {"_raw": str(arguments)}
+
+
+def _json_object(text: str) -> Any:
+    """A JSON object in model text: whole, fenced, or in <tool_call> tags (models that print calls as text)."""
+    text = text.strip()
+    candidates = [text]
+    candidates += re.findall(r"<tool_call>\s*(.*?)\s*</tool_call>", text, re.S)
+    candidates += re.findall(r"```(?:json)?\s*(.*?)```", text, re.S)
+    brace = text.find("{")
+    if brace >= 0:
+        candidates.append(text[brace : text.rfind("}") + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+    return None
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(count_tokens(str(m.get("content") or "")) for m in messages)

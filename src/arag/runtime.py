@@ -1,0 +1,44 @@
+"""Choosing the chat model for a run: the configured endpoint, else the embedded local model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arag.errors import ConfigError
+from arag.llm import ChatModel
+from arag.settings import LLMSettings, Settings
+
+_servers: dict[str, Any] = {}  # one embedded server per process and model file
+
+
+def chat_model(
+    settings: Settings, llm: LLMSettings | None = None, local_model: str | None = None, threads: int = 2
+) -> tuple[ChatModel, bool]:
+    """The chat model and whether it is the embedded one (which defaults to constrained JSON actions)."""
+    llm = llm or settings.llm
+    if llm.base_url or llm.model:
+        if not llm.model:
+            raise ConfigError("ARAG_BASE_URL is set but ARAG_MODEL is not: name the model to use")
+        return ChatModel(llm, settings.prices), False
+    from arag.local_llm import LocalServer, local_available, resolve_model
+
+    if not local_available():
+        raise ConfigError(
+            "no model configured. Either point at an OpenAI-compatible endpoint "
+            "(export ARAG_BASE_URL=https://api.openai.com/v1 ARAG_API_KEY=... ARAG_MODEL=gpt-4o-mini) "
+            "or install the embedded local model: bash scripts/setup.sh local"
+        )
+    path = resolve_model(local_model)
+    server = _servers.get(str(path))
+    if server is None:
+        server = _servers[str(path)] = LocalServer(path, threads=threads)
+    local = llm.model_copy(
+        update={
+            "base_url": server.base_url,
+            "model": server.model_name,
+            "api_key": "local",
+            "temperature": 0.0 if llm.temperature is None else llm.temperature,
+            "max_tokens": llm.max_tokens or 512,
+        }
+    )
+    return ChatModel(local, settings.prices), True

@@ -1,0 +1,300 @@
+"""The three retrieval tools the agent calls (paper §3.2), and the context tracker.
+
+Each tool is a typed method whose docstring is the description the model reads; the JSON schema
+sent to the model is derived from the signature. A bad argument never raises: it becomes an
+observation that tells the model what to fix.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from pydantic import ValidationError, create_model
+
+from arag.chunking import count_tokens
+from arag.index import Index, SearchHit
+
+MAX_TOP_K = 20
+MAX_KEYWORDS = 10
+MAX_READ = 10
+MAX_ARGUMENT_CHARS = 500
+TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
+
+
+@dataclass
+class ContextTracker:
+    """What this session has already read, and how many tokens the tools returned."""
+
+    read_ids: set[str] = field(default_factory=set)
+    seen_ids: set[str] = field(default_factory=set)  # every chunk id shown to the model, incl. in search results
+    retrieved_tokens: int = 0
+    calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, tokens: int) -> None:
+        with self._lock:
+            self.retrieved_tokens += tokens
+            self.calls += 1
+
+
+@dataclass(slots=True)
+class ToolResult:
+    name: str
+    arguments: dict[str, Any]
+    observation: str
+    retrieved_tokens: int
+    latency_s: float
+    ok: bool = True
+    chunk_ids: list[str] = field(default_factory=list)
+
+
+class Toolkit:
+    """The tools over one shared :class:`Index`, with one :class:`ContextTracker` per session."""
+
+    def __init__(
+        self,
+        index: Index,
+        tracker: ContextTracker | None = None,
+        enabled: Sequence[str] = TOOL_NAMES,
+        exact: bool = True,
+        encoding: str = "cl100k_base",
+    ) -> None:
+        unknown = set(enabled) - set(TOOL_NAMES)
+        if unknown:
+            raise ValueError(f"unknown tools: {sorted(unknown)}")
+        self.index = index
+        self.tracker = tracker or ContextTracker()
+        self.enabled = [name for name in TOOL_NAMES if name in enabled]
+        self.exact = exact
+        self.encoding = encoding
+        # Without chunk_read the agent could never see more than snippets, so searches return full text.
+        self.full_text_results = "chunk_read" not in self.enabled
+        self._shown: list[str] = []  # chunk ids whose content the current call returns
+
+    # ------------------------------------------------------------------ the tools
+    def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
+        """Exact keyword search over the corpus (case-insensitive substring match).
+
+        Use it for specific names, dates, numbers and rare terms. Each chunk is scored by the sum over
+        keywords of (occurrences × keyword length), so longer, more specific keywords weigh more.
+        Returns chunk ids with the sentences that contain a keyword; call chunk_read for full text.
+
+        Args:
+            keywords: Short exact terms to find, e.g. ["Lothair II", "Ermengarde"]. Not a full question.
+            top_k: Number of chunks to return (1-20).
+        """
+        keywords, notes = self._check_keywords(keywords)
+        top_k, note = _clamp_top_k(top_k)
+        notes += note
+        hits = self.index.keyword_search(keywords, top_k)
+        header = f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
+        return self._format_hits(header, hits, notes)
+
+    def semantic_search(self, query: str, top_k: int = 5) -> str:
+        """Semantic (embedding) search: finds sentences similar in meaning to the query.
+
+        Use it when you do not know the exact wording. Each chunk is scored by its best-matching
+        sentence. Returns chunk ids with their best-matching sentences; call chunk_read for full text.
+
+        Args:
+            query: A natural-language description of what you are looking for.
+            top_k: Number of chunks to return (1-20).
+        """
+        query = query.strip()
+        if not query:
+            raise ToolArgumentError("query is empty; describe what you are looking for")
+        if len(query) > 2000:
+            query = query[:2000]
+        top_k, notes = _clamp_top_k(top_k)
+        hits = self.index.semantic_search(query, top_k, exact=self.exact)
+        return self._format_hits(f"semantic_search {json.dumps(query, ensure_ascii=False)}", hits, notes)
+
+    def chunk_read(self, chunk_ids: list[str]) -> str:
+        """Read the full text of chunks by id (from search results).
+
+        The output shows each chunk's previous and next chunk ids, so you can read its neighbours
+        when an answer may continue across the boundary. Chunks you already read are not repeated.
+
+        Args:
+            chunk_ids: Chunk ids to read, e.g. ["12", "13"] (at most 10).
+        """
+        # Models often write "chunk 12" or "[12]" for the id "12".
+        ids = [re.sub(r"^\[?(?:chunk\s+)?(.*?)\]?$", r"\1", str(c).strip(), flags=re.I) for c in chunk_ids]
+        ids = [c for c in ids if c]
+        if not ids:
+            raise ToolArgumentError('chunk_ids is empty; pass ids from a search result, e.g. ["12"]')
+        notes = ""
+        if len(ids) > MAX_READ:
+            notes = f"(only the first {MAX_READ} of {len(ids)} ids were read)\n"
+            ids = ids[:MAX_READ]
+        found, missing = self.index.read(ids)
+        by_id = {r.chunk_id: r for r in found}
+        parts = []
+        for chunk_id in dict.fromkeys(ids):
+            record = by_id.get(chunk_id)
+            if record is None:
+                parts.append(f"[chunk {chunk_id}] not found: no chunk has this id; use ids from search results.")
+                continue
+            neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
+            if chunk_id in self.tracker.read_ids:
+                parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated ({neighbours}).")
+                continue
+            self.tracker.read_ids.add(chunk_id)
+            self.tracker.seen_ids.add(chunk_id)
+            self._shown.append(chunk_id)
+            parts.append(f"[chunk {chunk_id}] ({neighbours})\n{record.text.strip()}")
+        del missing  # reported inline above, in the order asked
+        return notes + "\n\n".join(parts)
+
+    # ------------------------------------------------------------------ helpers
+    def _check_keywords(self, keywords: list[str]) -> tuple[list[str], str]:
+        cleaned = [k.strip() for k in keywords if k.strip()]
+        if not cleaned:
+            raise ToolArgumentError('keywords is empty; pass one or more exact terms, e.g. ["Lothair II"]')
+        notes = ""
+        if len(cleaned) > MAX_KEYWORDS:
+            notes += f"(only the first {MAX_KEYWORDS} of {len(cleaned)} keywords were used)\n"
+            cleaned = cleaned[:MAX_KEYWORDS]
+        if any(len(k) > MAX_ARGUMENT_CHARS for k in cleaned):
+            notes += f"(keywords longer than {MAX_ARGUMENT_CHARS} characters were cut)\n"
+            cleaned = [k[:MAX_ARGUMENT_CHARS] for k in cleaned]
+        return cleaned, notes
+
+    def _format_hits(self, header: str, hits: list[SearchHit], notes: str) -> str:
+        if not hits:
+            return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
+        lines = [f"{notes}{header}: {len(hits)} chunks"]
+        records = self.index.store.chunks(h.row for h in hits) if self.full_text_results else {}
+        for rank, hit in enumerate(hits, start=1):
+            self.tracker.seen_ids.add(hit.chunk_id)
+            self._shown.append(hit.chunk_id)
+            mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
+            lines.append(f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}){mark}")
+            if self.full_text_results:
+                lines.append(records[hit.row].text.strip())
+                continue
+            for snippet in hit.snippets[:5]:
+                lines.append(f"  - {_shorten(snippet)}")
+            if len(hit.snippets) > 5:
+                lines.append(f"  (+{len(hit.snippets) - 5} more matching sentences)")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ dispatch
+    def functions(self) -> dict[str, Callable[..., str]]:
+        return {name: getattr(self, name) for name in self.enabled}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI ``tools=`` entries derived from the enabled tools' signatures and docstrings."""
+        return [tool_schema(fn) for fn in self.functions().values()]
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
+        """Run a tool by name. Never raises for anything the model could get wrong."""
+        started = time.perf_counter()
+        args: dict[str, Any] = {}
+        self._shown = []
+        try:
+            if name not in self.functions():
+                raise ToolArgumentError(f"unknown tool {name!r}; available tools: {', '.join(self.enabled)}")
+            args = parse_arguments(arguments)
+            validated = validate_arguments(self.functions()[name], args)
+            observation, ok = self.functions()[name](**validated), True
+        except ToolArgumentError as exc:
+            observation, ok = f"Error: {exc}", False
+        tokens = count_tokens(observation, self.encoding)
+        self.tracker.record(tokens)
+        return ToolResult(
+            name, args, observation, tokens, time.perf_counter() - started, ok, chunk_ids=list(self._shown)
+        )
+
+
+class ToolArgumentError(Exception):
+    """A tool argument the model got wrong; its message is shown to the model."""
+
+
+def _clamp_top_k(top_k: int) -> tuple[int, str]:
+    if top_k < 1:
+        raise ToolArgumentError(f"top_k must be at least 1 (got {top_k})")
+    if top_k > MAX_TOP_K:
+        return MAX_TOP_K, f"(top_k {top_k} is above the maximum; clamped to {MAX_TOP_K})\n"
+    return top_k, ""
+
+
+def _shorten(text: str, limit: int = 400) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentError(f"arguments are not valid JSON ({exc.msg}); send a JSON object") from None
+    if not isinstance(parsed, dict):
+        raise ToolArgumentError("arguments must be a JSON object with named parameters")
+    return parsed
+
+
+def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    description, _, args_block = doc.partition("\nArgs:\n")
+    params: dict[str, str] = {}
+    current = None
+    for line in args_block.splitlines():
+        match = re.match(r"^\s{0,8}(\w+):\s*(.*)$", line)
+        if match:
+            current = match.group(1)
+            params[current] = match.group(2).strip()
+        elif current and line.strip():
+            params[current] += " " + line.strip()
+    return " ".join(description.split()), params
+
+
+def _arguments_model(fn: Callable[..., Any]) -> Any:
+    hints = get_type_hints(fn)
+    _, docs = _docstring_parts(fn)
+    from pydantic import Field
+
+    fields: dict[str, Any] = {}
+    for name, param in inspect.signature(fn).parameters.items():
+        if name == "self":
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[name] = (hints[name], Field(default, description=docs.get(name)))
+    return create_model(f"{fn.__name__}_arguments", __config__={"extra": "forbid"}, **fields)
+
+
+def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The OpenAI function-tool schema of a typed function, from its signature and docstring."""
+    description, _ = _docstring_parts(fn)
+    schema = _arguments_model(fn).model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return {"type": "function", "function": {"name": fn.__name__, "description": description, "parameters": schema}}
+
+
+def validate_arguments(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
+    hints = get_type_hints(fn)
+    # Models often pass a single string where a list is expected; accept it rather than fail the step.
+    fixed = {
+        key: [value] if isinstance(value, str) and hints.get(key) == list[str] else value for key, value in args.items()
+    }
+    try:
+        model = _arguments_model(fn).model_validate(fixed)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise ToolArgumentError(f"invalid arguments for {fn.__name__}: {problems}") from None
+    return {name: getattr(model, name) for name in type(model).model_fields}

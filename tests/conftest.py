@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arag.index import Index
+from arag.indexing import build_index
+from arag.settings import IndexSettings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fake_settings(**kwargs) -> IndexSettings:
+    return IndexSettings(embedder="fake", threads=1, **kwargs)
+
+
+@pytest.fixture
+def fixtures(tmp_path: Path) -> Path:
+    """A writable copy of the fixture corpus."""
+    target = tmp_path / "corpus"
+    shutil.copytree(FIXTURES, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def hippo_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    path = tmp_path_factory.mktemp("hippo") / "idx"
+    build_index([FIXTURES / "hipporag_corpus.json"], path, fake_settings())
+    return Index.open(path, threads=1)
+
+
+@pytest.fixture(scope="session")
+def chunks_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    path = tmp_path_factory.mktemp("chunks") / "idx"
+    build_index([FIXTURES / "arag_chunks.json"], path, fake_settings())
+    return Index.open(path, threads=1)

@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arag.agent import Agent
+from arag.index import Index
+from arag.llm import ChatModel
+from arag.settings import AgentSettings, LLMSettings
+from conftest import FIXTURES
+from scripted_server import ScriptedServer, completion, tool_call
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
+def make_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="gpt-4o-mini", max_retries=3))
+    return Agent(index, model, AgentSettings(**settings))  # type: ignore[arg-type]
+
+
+def test_search_read_answer(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair II"], "top_k": 2})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}, "call_2")]),
+        completion("Ermengarde of Tours died on 20 March 851 [chunk Ermengarde of Tours#0] [chunk Made up#3]."),
+    ]
+    result = make_agent(hippo_index, server).run("When did Lothair II's mother die?")
+    assert result.stop_reason == "answered" and result.steps == 2
+    assert "20 March 851" in result.answer
+    assert result.citations == [
+        {"chunk_id": "Ermengarde of Tours#0", "verified": True},
+        {"chunk_id": "Made up#3", "verified": False},
+    ]
+    assert [s.tool for s in result.trajectory] == ["keyword_search", "chunk_read"]
+    assert "Lothair II#0" in result.trajectory[0].observation
+    assert result.retrieved_tokens == sum(s.retrieved_tokens for s in result.trajectory) > 0
+    assert result.usage.calls == 3 and result.usage.prompt_tokens == 300 and result.usage.cached_tokens == 120
+    assert result.cost == pytest.approx((300 * 0.15 + 30 * 0.60) / 1e6)
+    # the conversation the model saw: tools offered, tool results answered by id, steps left announced
+    first, second, third = server.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["keyword_search", "semantic_search", "chunk_read"]
+    tool_messages = [m for m in third["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_1", "call_2"]
+    assert "Hugh of Tours" in tool_messages[1]["content"]
+    assert any("steps left" in str(m.get("content")) for m in second["messages"])
+
+
+def test_malformed_arguments_and_unknown_tool_become_observations(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", '{"keywords": ["Lothair"')]),
+        completion(tool_calls=[tool_call("web_search", {"q": "x"}, "call_2")]),
+        completion(tool_calls=[tool_call("semantic_search", {"query": 42}, "call_3")]),
+        completion("I could not find it."),
+    ]
+    result = make_agent(hippo_index, server).run("q")
+    assert result.stop_reason == "answered"
+    observations = [s.observation for s in result.trajectory]
+    assert "not valid JSON" in observations[0]
+    assert "unknown tool 'web_search'" in observations[1]
+    assert "valid string" in observations[2]
+
+
+def test_reread_returns_notice(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Waldrada#0"]})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Waldrada#0", "Teutberga#0"]}, "c2")]),
+        completion("Waldrada [chunk Waldrada#0]"),
+    ]
+    result = make_agent(hippo_index, server).run("q")
+    assert "already read" in result.trajectory[1].observation
+    assert "Pope Nicholas" not in result.trajectory[1].observation
+    assert "Boso the Elder" in result.trajectory[1].observation
+
+
+def test_model_that_never_stops_hits_max_steps(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": [f"term{i}"]}, f"c{i}")]) for i in range(3)
+    ]
+    server.replies.append(completion("Final: unknown"))
+    result = make_agent(hippo_index, server, max_steps=3).run("q")
+    assert result.stop_reason == "max_steps" and result.steps == 3 and result.answer == "Final: unknown"
+    assert len(server.requests) == 4
+    assert "tools" not in server.requests[-1]  # the final request offers no tools
+    assert all("tools" in r for r in server.requests[:3])
+
+
+def test_repeated_identical_call_stalls_and_forces_answer(hippo_index: Index, server: ScriptedServer) -> None:
+    call = completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Waldrada"]})])
+    server.replies = [call, call, call, completion("Waldrada")]
+    result = make_agent(hippo_index, server, max_steps=10, stall_limit=2).run("q")
+    assert result.stop_reason == "stalled" and result.answer == "Waldrada"
+    assert "already made this exact call" in result.trajectory[1].observation
+    assert len(server.requests) == 4
+
+
+def test_token_budget_forces_answer(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(
+            tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"]})],
+            prompt_tokens=900,
+            completion_tokens=200,
+        ),
+        completion("done"),
+    ]
+    result = make_agent(hippo_index, server, token_budget=1000).run("q")
+    assert result.stop_reason == "token_budget" and result.answer == "done" and result.steps == 1
+
+
+def test_retries_500_and_429_then_success(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        (500, {"error": {"message": "boom"}}),
+        (429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}),
+        (503, {"error": {"message": "busy"}}),
+        completion("ok"),
+    ]
+    result = make_agent(hippo_index, server).run("q")
+    assert result.stop_reason == "answered" and result.answer == "ok"
+    assert len(server.requests) == 4
+
+
+def test_persistent_errors_end_with_error_stop(hippo_index: Index, server: ScriptedServer) -> None:
+    server.default = (500, {"error": {"message": "down"}})
+    result = make_agent(hippo_index, server).run("q")
+    assert result.stop_reason == "error" and "HTTP 500" in (result.error or "")
+    assert len(server.requests) == 4  # 1 + max_retries
+
+
+def test_parallel_tool_calls(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(
+            tool_calls=[
+                tool_call("keyword_search", {"keywords": ["Waldrada"]}, "a"),
+                tool_call("semantic_search", {"query": "Ottoman sultan"}, "b"),
+            ]
+        ),
+        completion("answer"),
+    ]
+    result = make_agent(hippo_index, server, parallel_tool_calls=True).run("q")
+    assert [s.tool for s in result.trajectory] == ["keyword_search", "semantic_search"]
+    assert server.requests[0]["parallel_tool_calls"] is True
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["a", "b"]
+
+
+def test_only_first_call_runs_without_parallel_setting(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(
+            tool_calls=[
+                tool_call("keyword_search", {"keywords": ["Waldrada"]}, "a"),
+                tool_call("semantic_search", {"query": "x"}, "b"),
+            ]
+        ),
+        completion("answer"),
+    ]
+    result = make_agent(hippo_index, server).run("q")
+    assert [s.tool for s in result.trajectory] == ["keyword_search"]
+    # every tool_call id still gets an answer, as the API requires
+    answered = [m["tool_call_id"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert answered == ["a", "b"]
+
+
+def test_tool_call_printed_as_text_is_parsed(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion('<tool_call>\n{"name": "keyword_search", "arguments": {"keywords": ["Waldrada"]}}\n</tool_call>'),
+        completion("Waldrada [chunk Waldrada#0]"),
+    ]
+    result = make_agent(hippo_index, server).run("q")
+    assert [s.tool for s in result.trajectory] == ["keyword_search"]
+    assert result.citations == [{"chunk_id": "Waldrada#0", "verified": True}]
+
+
+def test_empty_response_does_not_crash(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [completion(""), completion(""), completion("fine")]
+    result = make_agent(hippo_index, server, stall_limit=2).run("q")
+    assert result.stop_reason == "stalled" and result.answer == "fine"
+
+
+def test_constrained_actions_send_the_schema(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(
+            json.dumps(
+                {
+                    "thought": "find her",
+                    "action": "keyword_search",
+                    "arguments": {"keywords": ["Ermengarde"], "top_k": 3},
+                }
+            )
+        ),
+        completion(json.dumps({"thought": "got it", "action": "final_answer", "answer": "20 March 851"})),
+    ]
+    result = make_agent(hippo_index, server, action_mode="json").run("q")
+    assert result.stop_reason == "answered" and result.answer == "20 March 851"
+    assert result.trajectory[0].thought == "find her"
+    first, second = server.requests
+    assert "tools" not in first
+    variants = first["response_format"]["json_schema"]["schema"]["anyOf"]
+    # the first action must retrieve; later steps may also read or answer
+    assert [v["properties"]["action"]["enum"][0] for v in variants] == ["keyword_search", "semantic_search"]
+    later = [v["properties"]["action"]["enum"][0] for v in second["response_format"]["json_schema"]["schema"]["anyOf"]]
+    assert later == ["keyword_search", "semantic_search", "chunk_read", "final_answer"]
+    assert variants[0]["properties"]["arguments"]["properties"]["keywords"]["type"] == "array"
+
+
+def test_ask_cli_json(tmp_path: Path, server: ScriptedServer) -> None:
+    from arag.indexing import build_index
+    from conftest import fake_settings
+
+    build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "idx", fake_settings())
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Waldrada"]})]),
+        completion("Waldrada [chunk Waldrada#0]"),
+    ]
+    env = {"ARAG_BASE_URL": server.base_url, "ARAG_API_KEY": "k", "ARAG_MODEL": "m", "PATH": "/usr/bin:/bin"}
+    trajectory = tmp_path / "runs.jsonl"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "arag",
+            "ask",
+            "Who was Waldrada?",
+            "--index",
+            str(tmp_path / "idx"),
+            "--json",
+            "--trajectory-file",
+            str(trajectory),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert {"answer", "citations", "stop_reason", "steps", "trajectory", "usage", "cost"} <= set(result)
+    assert result["citations"] == [{"chunk_id": "Waldrada#0", "verified": True}]
+    assert set(result["trajectory"][0]) >= {"tool", "arguments", "observation", "retrieved_tokens", "latency_s"}
+    assert json.loads(trajectory.read_text().splitlines()[0])["answer"] == result["answer"]
+
+
+def test_ask_without_model_gives_setup_message(tmp_path: Path) -> None:
+    from arag.indexing import build_index
+    from conftest import fake_settings
+
+    build_index([FIXTURES / "guide.md"], tmp_path / "idx", fake_settings())
+    env = {"PATH": "/usr/bin:/bin", "ARAG_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "arag", "ask", "q", "--index", str(tmp_path / "idx")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "ARAG_MODEL" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arag.chunking import chunk_document, count_tokens, split_sentences
+
+
+def sentences(text: str) -> list[str]:
+    return [text[s.start : s.end].strip() for s in split_sentences(text)]
+
+
+def test_abbreviations_initials_decimals_quotes() -> None:
+    text = (
+        "Dr. John Smith worked at St. Louis University. He measured 3.14 ± 0.02 for the ratio. "
+        'J. R. R. Tolkien wrote "The Hobbit." It sold well! Did it? Yes, e.g. in the U.S. market. The end.'
+    )
+    assert sentences(text) == [
+        "Dr. John Smith worked at St. Louis University.",
+        "He measured 3.14 ± 0.02 for the ratio.",
+        'J. R. R. Tolkien wrote "The Hobbit."',
+        "It sold well!",
+        "Did it?",
+        "Yes, e.g. in the U.S. market.",
+        "The end.",
+    ]
+
+
+def test_lowercased_reference_text_splits() -> None:
+    text = "teutberga ( died 11 november 875 ) was a queen. she was a daughter of boso the elder."
+    assert sentences(text) == [
+        "teutberga ( died 11 november 875 ) was a queen.",
+        "she was a daughter of boso the elder.",
+    ]
+
+
+def test_paragraphs_and_lists_split() -> None:
+    text = "# Title\n\nFirst paragraph without a period\n\n- item one\n- item two\nlast line"
+    assert sentences(text) == ["# Title", "First paragraph without a period", "- item one", "- item two\nlast line"]
+
+
+def test_etc_before_capital_ends_sentence() -> None:
+    assert sentences("We bought apples, pears, etc. Then we left.") == [
+        "We bought apples, pears, etc.",
+        "Then we left.",
+    ]
+
+
+def test_spans_tile_text_exactly() -> None:
+    text = "  Leading space. Trailing space.   \n\n  "
+    spans = split_sentences(text)
+    assert "".join(text[s.start : s.end] for s in spans) == text
+
+
+def test_long_sentence_is_cut_and_chunks_respect_budget() -> None:
+    text = ("word " * 900).strip() + ". Short one. " + "Another sentence here. " * 30
+    chunks = chunk_document(text, chunk_tokens=100)
+    assert "".join(c.text for c in chunks) == text
+    assert all(c.n_tokens <= 100 for c in chunks)
+    assert all(count_tokens(c.text) <= 110 for c in chunks)  # BPE merges across pieces differ by a few tokens
+
+
+text_strategy = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "Dr.",
+                "e.g.",
+                "3.14",
+                "U.S.",
+                "J.",
+                "etc.",
+                "end.",
+                "Why?",
+                "Wow!",
+                '"Quote."',
+                "\n\n",
+                "- item",
+                "ünïcödé",
+                "   ",
+                "\t",
+            ]
+        ),
+        st.text(alphabet=st.characters(codec="utf-8", categories=("L", "N", "P", "Zs")), min_size=1, max_size=12),
+    ),
+    min_size=0,
+    max_size=120,
+).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text_strategy, st.integers(min_value=16, max_value=200))
+def test_chunking_properties(text: str, budget: int) -> None:
+    spans = split_sentences(text)
+    # sentences tile the text: nothing lost, nothing duplicated
+    assert "".join(text[s.start : s.end] for s in spans) == text
+    assert all(s.end > s.start for s in spans)
+    chunks = chunk_document(text, chunk_tokens=budget)
+    assert "".join(c.text for c in chunks) == text
+    boundaries = {s.start for s in spans} | {len(text)}
+    for chunk in chunks:
+        assert chunk.n_tokens <= budget
+        # chunk sentences tile the chunk
+        assert "".join(chunk.text[s.start : s.end] for s in chunk.sentences) == chunk.text
+    # a chunk ends on a sentence boundary unless a too-long sentence had to be cut
+    for chunk in chunks:
+        if chunk.end not in boundaries:
+            assert count_tokens(text[chunk.start :]) > budget
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from arag.index import Index
+from arag.tools import MAX_TOP_K, Toolkit, tool_schema
+
+
+def test_schema_is_derived_from_signature_and_docstring(hippo_index: Index) -> None:
+    toolkit = Toolkit(hippo_index)
+    schemas = {s["function"]["name"]: s["function"] for s in toolkit.schemas()}
+    assert list(schemas) == ["keyword_search", "semantic_search", "chunk_read"]
+    kw = schemas["keyword_search"]
+    assert kw["description"].startswith("Exact keyword search")
+    assert kw["parameters"]["properties"]["keywords"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": 'Short exact terms to find, e.g. ["Lothair II", "Ermengarde"]. Not a full question.',
+    }
+    assert kw["parameters"]["properties"]["top_k"]["default"] == 5
+    assert kw["parameters"]["required"] == ["keywords"]
+    assert schemas["chunk_read"]["parameters"]["required"] == ["chunk_ids"]
+    # the description is the docstring the model reads, not a second hand-written text
+    assert kw["description"] in " ".join(inspect.getdoc(Toolkit.keyword_search).split())  # type: ignore[arg-type]
+
+    def sample(query: str, limit: int = 3) -> str:
+        """Do a thing.
+
+        Args:
+            query: What to look for.
+            limit: How many.
+        """
+        return query
+
+    assert tool_schema(sample)["function"]["parameters"]["properties"]["limit"] == {
+        "default": 3,
+        "description": "How many.",
+        "type": "integer",
+    }
+
+
+@pytest.mark.parametrize(
+    "name,arguments,expected",
+    [
+        ("keyword_search", {"keywords": []}, "keywords is empty"),
+        ("keyword_search", {"keywords": ["Lothair"], "top_k": 0}, "top_k must be at least 1"),
+        ("keyword_search", {"keywords": ["x"], "top_k": "many"}, "top_k"),
+        ("keyword_search", {}, "keywords: Field required"),
+        ("keyword_search", {"keywords": [1, 2]}, "invalid arguments"),
+        ("keyword_search", {"keywords": ["x"], "bogus": 1}, "bogus"),
+        ("semantic_search", {"query": "   "}, "query is empty"),
+        ("semantic_search", {"query": {"a": 1}}, "valid string"),
+        ("semantic_search", "{not json", "not valid JSON"),
+        ("semantic_search", "[1, 2]", "JSON object"),
+        ("chunk_read", {"chunk_ids": []}, "chunk_ids is empty"),
+        ("delete_everything", {}, "unknown tool"),
+    ],
+)
+def test_bad_arguments_become_observations(hippo_index: Index, name: str, arguments: object, expected: str) -> None:
+    result = Toolkit(hippo_index).call(name, arguments)  # type: ignore[arg-type]
+    assert not result.ok
+    assert result.observation.startswith("Error: ") and expected in result.observation
+
+
+def test_top_k_is_clamped_with_a_note(hippo_index: Index) -> None:
+    result = Toolkit(hippo_index).call("keyword_search", {"keywords": ["e"], "top_k": 10**12})
+    assert result.ok and f"clamped to {MAX_TOP_K}" in result.observation
+    assert len(result.chunk_ids) == min(MAX_TOP_K, hippo_index.store.n_chunks) == 16
+
+
+def test_single_string_is_accepted_for_a_list(hippo_index: Index) -> None:
+    result = Toolkit(hippo_index).call("keyword_search", {"keywords": "Waldrada"})
+    assert result.ok and result.chunk_ids[0] == "Waldrada#0"
+
+
+def test_read_tracks_context_and_reports_unknown_ids(hippo_index: Index) -> None:
+    toolkit = Toolkit(hippo_index)
+    first = toolkit.call("chunk_read", {"chunk_ids": ["Lothair II#0", "nope#9"]})
+    assert "[chunk Lothair II#0] (prev: -, next: -)" in first.observation
+    assert "Ermengarde of Tours" in first.observation
+    assert "[chunk nope#9] not found" in first.observation
+    again = toolkit.call("chunk_read", {"chunk_ids": ["Lothair II#0"]})
+    assert "already read" in again.observation and "Ermengarde" not in again.observation
+    assert again.retrieved_tokens < first.retrieved_tokens
+    assert toolkit.tracker.retrieved_tokens == first.retrieved_tokens + again.retrieved_tokens
+    hits = toolkit.call("keyword_search", {"keywords": ["Lothair II"]})
+    assert "chunk Lothair II#0 (score 20) [already read]" in hits.observation
+    # a fresh tracker (another session) reads it again
+    assert "Ermengarde" in Toolkit(hippo_index).call("chunk_read", {"chunk_ids": ["Lothair II#0"]}).observation
+
+
+def test_neighbour_ids_are_shown(chunks_index: Index) -> None:
+    observation = Toolkit(chunks_index).call("chunk_read", {"chunk_ids": ["2"]}).observation
+    assert observation.startswith("[chunk 2] (prev: 1, next: 3)")
+
+
+def test_without_chunk_read_searches_return_full_text(hippo_index: Index) -> None:
+    toolkit = Toolkit(hippo_index, enabled=["keyword_search", "semantic_search"])
+    assert [s["function"]["name"] for s in toolkit.schemas()] == ["keyword_search", "semantic_search"]
+    observation = toolkit.call("keyword_search", {"keywords": ["Waldrada"], "top_k": 1}).observation
+    assert "Pope Nicholas I." in observation
+    assert "unknown tool" in toolkit.call("chunk_read", {"chunk_ids": ["Waldrada#0"]}).observation
+
+
+def test_no_results_message(hippo_index: Index) -> None:
+    result = Toolkit(hippo_index).call("keyword_search", {"keywords": ["qqqqzzzz"]})
+    assert result.ok and "no matching chunks" in result.observation
