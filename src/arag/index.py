@@ -92,15 +92,17 @@ class Index:
                 candidates = set(range(self.store.n_chunks))
                 break
             candidates.update(rows.tolist())
-        scored: list[tuple[int, int, ChunkRecord]] = []
-        for row, record in self.store.chunks(candidates).items():
-            score = keyword_score(record.text.lower(), keywords)
+        scored: list[tuple[int, int]] = []
+        for row, text in self.store.chunk_texts(candidates).items():
+            score = keyword_score(text.lower(), keywords)
             if score > 0:
-                scored.append((-score, row, record))
-        scored.sort(key=lambda item: (item[0], item[1]))
+                scored.append((-score, row))
+        scored.sort()
+        top = scored[:top_k]
+        records = self.store.chunks(row for _, row in top)
         return [
-            SearchHit(record.chunk_id, float(-neg), self._keyword_snippets(record, lowered), row)
-            for neg, row, record in scored[:top_k]
+            SearchHit(records[row].chunk_id, float(-neg), self._keyword_snippets(records[row], lowered), row)
+            for neg, row in top
         ]
 
     def _keyword_snippets(self, record: ChunkRecord, lowered: list[str]) -> list[str]:

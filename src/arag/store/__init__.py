@@ -68,6 +68,10 @@ class Store(Protocol):
 
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]: ...
 
+    def chunk_texts(self, rows: Iterable[int]) -> dict[int, str]:
+        """Just the texts of the given rows (the keyword scorer's hot path)."""
+        ...
+
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
         """Every chunk in document order."""
         ...

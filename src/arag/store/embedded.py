@@ -190,6 +190,15 @@ class EmbeddedStore:
                 out[record.row] = record
         return out
 
+    def chunk_texts(self, rows: Iterable[int]) -> dict[int, str]:
+        wanted = sorted({int(r) for r in rows})
+        out: dict[int, str] = {}
+        for begin in range(0, len(wanted), 900):
+            part = wanted[begin : begin + 900]
+            marks = ",".join("?" * len(part))
+            out.update(self._db.execute(f"SELECT row, text FROM chunks WHERE row IN ({marks})", part))
+        return out
+
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
         for begin in range(0, self._n_chunks, batch):
             yield from self._records(

@@ -1,0 +1,171 @@
+"""Benchmark the index and tools against brute-force baselines written like the paper's reference code.
+
+    python benchmarks/bench_index.py --data ../shared/datasets/2wikimultihopqa --scale 1 --scale 10
+
+Prints, per scale: keyword and semantic p50/p95 (ours vs brute force), open time, disk size, peak RSS.
+A scaled copy replicates the real index's chunks and vectors under fresh ids, with a little noise on the
+vectors (embedding millions of sentences on 2 cores would take hours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from arag.index import Index, keyword_score
+from arag.indexing import build_index
+from arag.settings import IndexSettings
+from arag.store import DocumentRecord
+from arag.store.embedded import EmbeddedStore, GenerationWriter
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) * 1000
+
+
+def disk_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def scaled_copy(base: EmbeddedStore, target: Path, scale: int, dtype: str, ann: bool, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    records = list(base.iter_chunks())
+    offsets = np.asarray(base.sentence_ranges())
+    spans = np.load(base.path / "sent_spans.npy")
+    hashes = np.load(base.path / "sent_hash.npy")
+    vectors = base.sentence_vectors(np.arange(base.n_sentences))
+    writer = GenerationWriter(target, {"chunker": base.manifest.chunker, "vector_dtype": dtype, "ann": ann})
+    all_offsets, all_vectors = [0], []
+    for copy in range(scale):
+        doc_id = f"copy{copy}"
+        writer.add_document(DocumentRecord(doc_id, doc_id, None, f"h{copy}"))
+        writer.add_chunks(doc_id, [(f"{r.chunk_id}_{copy}" if copy else r.chunk_id, i, r.text, r.n_tokens)
+                                   for i, r in enumerate(records)])
+        all_offsets.extend((offsets[1:] + all_offsets[-1]).tolist())
+        noisy = vectors if copy == 0 else vectors + rng.normal(0, 0.02, vectors.shape).astype(np.float32)
+        all_vectors.append(noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
+    stacked = np.concatenate(all_vectors)
+    writer.finish(np.asarray(all_offsets), np.tile(spans, (scale, 1)), np.tile(hashes, scale), stacked, dtype, ann,
+                  2, {"documents": scale, "chunks": len(records) * scale, "sentences": len(stacked)})
+    writer.commit(dict(base.manifest.embedder))
+
+
+def brute_keyword(texts: list[str], keywords: list[str], top_k: int) -> list[int]:
+    """The reference approach: a Python loop over every chunk, counting each keyword."""
+    scores = []
+    for i, text in enumerate(texts):
+        low = text.lower()
+        score = sum(low.count(k.lower()) * len(k) for k in keywords)
+        if score > 0:
+            scores.append((score, i))
+    scores.sort(key=lambda s: (-s[0], s[1]))
+    return [i for _, i in scores[:top_k]]
+
+
+def brute_semantic(vectors: np.ndarray, owner: np.ndarray, query: np.ndarray, top_k: int) -> list[int]:
+    """The reference approach: score every sentence, full argsort, walk down until k distinct chunks."""
+    scores = vectors @ query
+    chunks: list[int] = []
+    for i in np.argsort(-scores):
+        if owner[i] not in chunks:
+            chunks.append(int(owner[i]))
+            if len(chunks) == top_k:
+                break
+    return chunks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=Path("../shared/datasets/2wikimultihopqa"))
+    parser.add_argument("--scale", type=int, action="append", default=None)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "arag-bench")
+    parser.add_argument("--dtype", default="i8", help="vector dtype of scaled copies")
+    args = parser.parse_args()
+    scales = args.scale or [1, 10]
+    args.work.mkdir(parents=True, exist_ok=True)
+    base_dir = args.work / "base"
+    if not (base_dir / "manifest.json").exists():
+        started = time.perf_counter()
+        report = build_index([args.data / "chunks.json"], base_dir, IndexSettings(threads=2), rebuild=True)
+        elapsed = time.perf_counter() - started
+        print(f"build: {report.sentences} sentences ({report.embedded} unique) in {elapsed:.1f}s = "
+              f"{report.embedded / elapsed:.0f} sentences/s (chunking + embedding + writing)")
+    base = Index.open(base_dir)
+    questions = json.loads((args.data / "questions.json").read_text())[: args.queries]
+    keyword_queries = [re.findall(r"\b[A-Z][\w'-]+(?: [A-Z][\w'-]+)*", q["question"]) or q["question"].split()[:2]
+                       for q in questions]
+    query_vectors = base.embedder.embed_documents([q["question"] for q in questions])
+    rows = []
+    for scale in scales:
+        for ann in (False, True):
+            target = args.work / f"x{scale}{'-ann' if ann else ''}"
+            if not (target / "manifest.json").exists():
+                shutil.rmtree(target, ignore_errors=True)
+                started = time.perf_counter()
+                scaled_copy(base.store, target, scale, "f32" if scale == 1 and not ann else args.dtype, ann)  # type: ignore[arg-type]
+                print(f"x{scale} ann={ann}: written in {time.perf_counter() - started:.1f}s")
+            started = time.perf_counter()
+            index = Index.open(target)
+            open_s = time.perf_counter() - started
+            kw, sem = [], []
+            for keywords, vector in zip(keyword_queries, query_vectors, strict=True):
+                t = time.perf_counter()
+                index.keyword_search(keywords, 5)
+                kw.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                index.semantic_search_vector(vector, 5, exact=not ann)
+                sem.append(time.perf_counter() - t)
+            recall = None
+            if ann:
+                hits = total = 0
+                for vector in query_vectors:
+                    exact = {h.chunk_id for h in index.semantic_search_vector(vector, 10, exact=True)}
+                    approx = {h.chunk_id for h in index.semantic_search_vector(vector, 10, exact=False)}
+                    hits += len(exact & approx)
+                    total += len(exact)
+                recall = hits / total
+            # brute force baselines in the same run, on the same data
+            texts = [r.text for r in index.store.iter_chunks()]
+            offsets = np.asarray(index.store.sentence_ranges())
+            owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+            vectors = index.store.sentence_vectors(np.arange(index.store.n_sentences)) if scale <= 10 else None
+            bkw, bsem = [], []
+            for keywords, vector in list(zip(keyword_queries, query_vectors, strict=True))[:10]:
+                t = time.perf_counter()
+                brute_keyword(texts, keywords, 5)
+                bkw.append(time.perf_counter() - t)
+                if vectors is not None:
+                    t = time.perf_counter()
+                    brute_semantic(vectors, owner, vector, 5)
+                    bsem.append(time.perf_counter() - t)
+            del texts, vectors
+            assert all(keyword_score is not None for _ in [0])
+            rows.append({
+                "scale": scale, "ann": ann, "chunks": index.store.n_chunks, "sentences": index.store.n_sentences,
+                "kw_p50": pct(kw, 50), "kw_p95": pct(kw, 95), "kw_brute_p50": pct(bkw, 50),
+                "sem_p50": pct(sem, 50), "sem_p95": pct(sem, 95),
+                "sem_brute_p50": pct(bsem, 50) if bsem else float("nan"),
+                "recall@10": recall, "open_ms": open_s * 1000, "disk_mb": disk_size(target) / 1e6,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            })
+            index.close()
+    header = ["scale", "ann", "chunks", "sentences", "kw_p50", "kw_p95", "kw_brute_p50", "sem_p50", "sem_p95",
+              "sem_brute_p50", "recall@10", "open_ms", "disk_mb", "peak_rss_mb"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(f"{row[h]:.1f}" if isinstance(row[h], float) else str(row[h]) for h in header) + " |")
+
+
+if __name__ == "__main__":
+    main()
