@@ -14,14 +14,13 @@ import json
 import re
 import resource
 import shutil
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from arag.index import Index, keyword_score
+from arag.index import Index
 from arag.indexing import build_index
 from arag.settings import IndexSettings
 from arag.store import DocumentRecord
@@ -48,14 +47,24 @@ def scaled_copy(base: EmbeddedStore, target: Path, scale: int, dtype: str, ann: 
     for copy in range(scale):
         doc_id = f"copy{copy}"
         writer.add_document(DocumentRecord(doc_id, doc_id, None, f"h{copy}"))
-        writer.add_chunks(doc_id, [(f"{r.chunk_id}_{copy}" if copy else r.chunk_id, i, r.text, r.n_tokens)
-                                   for i, r in enumerate(records)])
+        writer.add_chunks(
+            doc_id,
+            [(f"{r.chunk_id}_{copy}" if copy else r.chunk_id, i, r.text, r.n_tokens) for i, r in enumerate(records)],
+        )
         all_offsets.extend((offsets[1:] + all_offsets[-1]).tolist())
         noisy = vectors if copy == 0 else vectors + rng.normal(0, 0.02, vectors.shape).astype(np.float32)
         all_vectors.append(noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
     stacked = np.concatenate(all_vectors)
-    writer.finish(np.asarray(all_offsets), np.tile(spans, (scale, 1)), np.tile(hashes, scale), stacked, dtype, ann,
-                  2, {"documents": scale, "chunks": len(records) * scale, "sentences": len(stacked)})
+    writer.finish(
+        np.asarray(all_offsets),
+        np.tile(spans, (scale, 1)),
+        np.tile(hashes, scale),
+        stacked,
+        dtype,
+        ann,
+        2,
+        {"documents": scale, "chunks": len(records) * scale, "sentences": len(stacked)},
+    )
     writer.commit(dict(base.manifest.embedder))
 
 
@@ -98,12 +107,15 @@ def main() -> None:
         started = time.perf_counter()
         report = build_index([args.data / "chunks.json"], base_dir, IndexSettings(threads=2), rebuild=True)
         elapsed = time.perf_counter() - started
-        print(f"build: {report.sentences} sentences ({report.embedded} unique) in {elapsed:.1f}s = "
-              f"{report.embedded / elapsed:.0f} sentences/s (chunking + embedding + writing)")
+        print(
+            f"build: {report.sentences} sentences ({report.embedded} unique) in {elapsed:.1f}s = "
+            f"{report.embedded / elapsed:.0f} sentences/s (chunking + embedding + writing)"
+        )
     base = Index.open(base_dir)
     questions = json.loads((args.data / "questions.json").read_text())[: args.queries]
-    keyword_queries = [re.findall(r"\b[A-Z][\w'-]+(?: [A-Z][\w'-]+)*", q["question"]) or q["question"].split()[:2]
-                       for q in questions]
+    keyword_queries = [
+        re.findall(r"\b[A-Z][\w'-]+(?: [A-Z][\w'-]+)*", q["question"]) or q["question"].split()[:2] for q in questions
+    ]
     query_vectors = base.embedder.embed_documents([q["question"] for q in questions])
     rows = []
     for scale in scales:
@@ -149,18 +161,41 @@ def main() -> None:
                     brute_semantic(vectors, owner, vector, 5)
                     bsem.append(time.perf_counter() - t)
             del texts, vectors
-            assert all(keyword_score is not None for _ in [0])
-            rows.append({
-                "scale": scale, "ann": ann, "chunks": index.store.n_chunks, "sentences": index.store.n_sentences,
-                "kw_p50": pct(kw, 50), "kw_p95": pct(kw, 95), "kw_brute_p50": pct(bkw, 50),
-                "sem_p50": pct(sem, 50), "sem_p95": pct(sem, 95),
-                "sem_brute_p50": pct(bsem, 50) if bsem else float("nan"),
-                "recall@10": recall, "open_ms": open_s * 1000, "disk_mb": disk_size(target) / 1e6,
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            })
+            rows.append(
+                {
+                    "scale": scale,
+                    "ann": ann,
+                    "chunks": index.store.n_chunks,
+                    "sentences": index.store.n_sentences,
+                    "kw_p50": pct(kw, 50),
+                    "kw_p95": pct(kw, 95),
+                    "kw_brute_p50": pct(bkw, 50),
+                    "sem_p50": pct(sem, 50),
+                    "sem_p95": pct(sem, 95),
+                    "sem_brute_p50": pct(bsem, 50) if bsem else float("nan"),
+                    "recall@10": recall,
+                    "open_ms": open_s * 1000,
+                    "disk_mb": disk_size(target) / 1e6,
+                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                }
+            )
             index.close()
-    header = ["scale", "ann", "chunks", "sentences", "kw_p50", "kw_p95", "kw_brute_p50", "sem_p50", "sem_p95",
-              "sem_brute_p50", "recall@10", "open_ms", "disk_mb", "peak_rss_mb"]
+    header = [
+        "scale",
+        "ann",
+        "chunks",
+        "sentences",
+        "kw_p50",
+        "kw_p95",
+        "kw_brute_p50",
+        "sem_p50",
+        "sem_p95",
+        "sem_brute_p50",
+        "recall@10",
+        "open_ms",
+        "disk_mb",
+        "peak_rss_mb",
+    ]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
