@@ -35,6 +35,7 @@ from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, Manifest
 
 MANIFEST = "manifest.json"
 I8_SCALE = 127.0
+HNSW_EXPANSION_SEARCH = 256
 _SCHEMA = """
 CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
                    title TEXT, content_hash TEXT NOT NULL);
@@ -111,6 +112,8 @@ class EmbeddedStore:
                 from usearch.index import Index as UsearchIndex
 
                 self._hnsw = UsearchIndex.restore(str(self.path / "vectors.usearch"), view=True)
+                # measured on 2wiki x10: the build-time default (64) gives recall@10 0.9; wider search is cheap
+                self._hnsw.expansion_search = HNSW_EXPANSION_SEARCH
             else:
                 self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
         except (OSError, ValueError) as exc:
