@@ -122,7 +122,7 @@ class Agent:
         usage, trajectory = Usage(), []
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self._system(toolkit)},
-            {"role": "user", "content": question},
+            {"role": "user", "content": f"Question: {question}"},
         ]
         answer, stop, error, stalls, done = "", "max_steps", None, 0, set()
         try:
@@ -218,9 +218,18 @@ class Agent:
             f"{self.settings.max_steps} tool calls."
         )
         if self.json_actions:
+            # constrained decoding enforces the shape, but the model only knows the tools from this text
+            for schema in toolkit.schemas():
+                fn = schema["function"]
+                params = ", ".join(
+                    f"{name}: {prop.get('type', 'any')}" for name, prop in fn["parameters"]["properties"].items()
+                )
+                text += f"\n- {fn['name']}({params}): {fn['description']}"
             text += (
-                '\nReply with one JSON object: {"thought", "action", "arguments"} to call a tool, or '
-                '{"thought", "action": "final_answer", "answer"} to answer.'
+                '\n\nReply with one JSON object per turn, either a tool call {"thought": "...", "action": "<tool>", '
+                '"arguments": {...}} or the answer {"thought": "...", "action": "final_answer", "answer": "..."}.'
+                '\nExample for the question "Where was the author of Hamlet born?": {"thought": "First find who '
+                'wrote Hamlet.", "action": "keyword_search", "arguments": {"keywords": ["Hamlet"], "top_k": 5}}'
             )
         return text
 

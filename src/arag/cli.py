@@ -20,6 +20,8 @@ app = typer.Typer(
 )
 search_app = typer.Typer(no_args_is_help=True, help="Run a retrieval tool directly.")
 app.add_typer(search_app, name="search")
+eval_app = typer.Typer(no_args_is_help=True, help="Reproduce the paper's experiments.")
+app.add_typer(eval_app, name="eval")
 err = Console(stderr=True)
 out = Console()
 
@@ -271,6 +273,212 @@ def mcp(index_dir: IndexOpt) -> None:
     from arag.mcp_server import serve
 
     serve(index_dir)
+
+
+def _eval_setup(
+    config: Path | None, max_steps: int | None, model: str | None, base_url: str | None, action_mode: str | None
+):
+    return _settings(
+        config,
+        {"llm": {"model": model, "base_url": base_url}, "agent": {"max_steps": max_steps, "action_mode": action_mode}},
+    )
+
+
+def _run_one(
+    dataset_path: Path,
+    method: str,
+    out_dir: Path,
+    settings,
+    workers: int,
+    limit: int | None,
+    seed: int | None,
+    local_model: str | None,
+    judge: bool,
+    naive_top_k: int,
+    corpus: str,
+    index_dir: Path | None,
+) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from arag.eval.datasets import load_dataset
+    from arag.eval.methods import make_method
+    from arag.eval.runner import index_for, run_eval, select_questions
+    from arag.runtime import chat_model
+
+    dataset = load_dataset(dataset_path, corpus)
+    questions = select_questions(dataset.questions, limit, seed)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+    ) as bar:
+
+        def stage(name: str, total: int):
+            task = bar.add_task(f"indexing: {name}", total=total)
+            return lambda n: bar.advance(task, n)
+
+        index = index_for(dataset, settings.index, index_dir, progress=stage)
+    model, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
+    judge_model = None
+    if judge:
+        judge_model = (
+            chat_model(settings, llm=settings.judge, local_model=local_model)[0]
+            if (settings.judge.model or settings.judge.base_url)
+            else model
+        )
+    mode = settings.agent.action_mode
+    method_impl = make_method(
+        method, index, model, settings.agent, mode == "json" or (mode == "auto" and embedded), naive_top_k
+    )
+    config = {
+        "dataset": dataset.name,
+        "dataset_path": str(dataset_path),
+        "format": dataset.format,
+        "method": method,
+        "model": model.model,
+        "embedded_model": embedded,
+        "judge_model": judge_model.model if judge_model else None,
+        "settings": {
+            "agent": settings.agent.model_dump(mode="json"),
+            "index": settings.index.model_dump(mode="json", exclude={"threads"}),
+            "naive_top_k": naive_top_k,
+        },
+        "limit": limit,
+        "seed": seed,
+        "question_ids": [q.id for q in questions],
+    }
+    correct = [0.0, 0]
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as bar:
+        task = bar.add_task(f"{method} on {dataset.name}", total=len(questions))
+        from arag.eval.runner import RESULTS, _read_finished
+
+        done = _read_finished(out_dir / RESULTS) if (out_dir / RESULTS).exists() else {}
+        bar.advance(task, sum(1 for q in questions if q.id in done))
+
+        def on_result(record: dict[str, Any]) -> None:
+            correct[0] += record["contain_acc"]
+            correct[1] += 1
+            bar.update(
+                task,
+                advance=1,
+                description=f"{method} on {dataset.name} — Contain-Acc {100 * correct[0] / correct[1]:.1f}%",
+            )
+
+        return run_eval(dataset, method_impl, index, out_dir, config, questions, workers, judge_model, on_result)
+
+
+@eval_app.command("run")
+def eval_run(
+    dataset: Annotated[
+        Path,
+        typer.Option(
+            "--dataset", help="Dataset folder (A-RAG, HippoRAG, GraphRAG-Bench) or hf:Ayanami0730/rag_test/NAME."
+        ),
+    ],
+    method: Annotated[
+        str,
+        typer.Option(help="direct, naive-rag, arag-naive, arag-full, arag-no-keyword, arag-no-semantic, arag-no-read."),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Run directory (resumable).")],
+    limit: Annotated[int | None, typer.Option(help="Number of questions.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sample --limit questions at random with this seed.")] = None,
+    workers: Annotated[int, typer.Option(help="Questions answered concurrently.")] = 1,
+    max_steps: Annotated[int | None, typer.Option("--max-steps")] = None,
+    judge: Annotated[
+        bool, typer.Option("--judge", help="Also compute LLM-Acc (ARAG_JUDGE__* or the agent model).")
+    ] = False,
+    naive_top_k: Annotated[int, typer.Option(help="Chunks Naive RAG pastes into the prompt.")] = 5,
+    corpus: Annotated[str, typer.Option(help="auto, chunks (A-RAG chunks.json) or corpus (passages).")] = "auto",
+    index_dir: Annotated[Path | None, typer.Option("--index", help="Use/build the index here.")] = None,
+    model: Annotated[str | None, typer.Option()] = None,
+    base_url: Annotated[str | None, typer.Option()] = None,
+    local_model: Annotated[str | None, typer.Option()] = None,
+    action_mode: Annotated[str | None, typer.Option()] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
+    settings = _eval_setup(config, max_steps, model, base_url, action_mode)
+    summary = _run_one(
+        dataset, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, corpus, index_dir
+    )
+    _print_json(summary)
+
+
+@eval_app.command("sweep")
+def eval_sweep(
+    dataset: Annotated[Path, typer.Option("--dataset")],
+    method: Annotated[str, typer.Option()],
+    out: Annotated[Path, typer.Option("--out", help="Parent directory; one run per value: OUT/steps-N.")],
+    max_steps: Annotated[str, typer.Option("--max-steps", help="Comma-separated values.")] = "5,10,15,20",
+    limit: Annotated[int | None, typer.Option()] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    workers: Annotated[int, typer.Option()] = 1,
+    judge: Annotated[bool, typer.Option("--judge")] = False,
+    corpus: Annotated[str, typer.Option()] = "auto",
+    model: Annotated[str | None, typer.Option()] = None,
+    base_url: Annotated[str | None, typer.Option()] = None,
+    local_model: Annotated[str | None, typer.Option()] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20)."""
+    from arag.errors import ConfigError
+
+    try:
+        values = [int(v) for v in max_steps.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--max-steps must be comma-separated integers, got {max_steps!r}") from None
+    summaries = []
+    for steps in values:
+        settings = _eval_setup(config, steps, model, base_url, None)
+        summaries.append(
+            _run_one(
+                dataset,
+                method,
+                out / f"steps-{steps}",
+                settings,
+                workers,
+                limit,
+                seed,
+                local_model,
+                judge,
+                5,
+                corpus,
+                None,
+            )
+        )
+    _print_json(summaries)
+
+
+@eval_app.command("report")
+def eval_report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Report folder (default: ./report).")] = None,
+) -> None:
+    """Markdown tables (accuracy, efficiency) and PNG plots from finished runs."""
+    from arag.eval.report import write_report
+
+    for path in write_report(run_dirs, out or Path("report")):
+        err.print(f"wrote {path}", highlight=False)
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    dataset: Annotated[Path, typer.Option("--dataset")],
+    k: Annotated[int, typer.Option("-k")] = 5,
+    naive_top_k: Annotated[int, typer.Option()] = 5,
+    corpus: Annotated[str, typer.Option()] = "auto",
+    limit: Annotated[int | None, typer.Option()] = None,
+    index_dir: Annotated[Path | None, typer.Option("--index")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Recall@k of gold passages with no LLM: semantic search, Naive RAG's top-k, keyword search on entities."""
+    from arag.eval.datasets import load_dataset
+    from arag.eval.runner import index_for, retrieval_metrics, select_questions
+
+    settings = _settings(config)
+    data = load_dataset(dataset, corpus)
+    data.questions = select_questions(data.questions, limit, None)
+    _print_json(retrieval_metrics(data, index_for(data, settings.index, index_dir), k, naive_top_k))
 
 
 def main() -> None:

@@ -111,9 +111,12 @@ class EmbeddedStore:
             if self.manifest.ann:
                 from usearch.index import Index as UsearchIndex
 
-                self._hnsw = UsearchIndex.restore(str(self.path / "vectors.usearch"), view=True)
+                hnsw = UsearchIndex.restore(str(self.path / "vectors.usearch"), view=True)
+                if hnsw is None:
+                    raise IndexFormatError(f"index {index_dir} is damaged: vectors.usearch is unreadable")
+                self._hnsw = hnsw
                 # measured on 2wiki x10: the build-time default (64) gives recall@10 0.9; wider search is cheap
-                self._hnsw.expansion_search = HNSW_EXPANSION_SEARCH
+                hnsw.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]  # stub lacks the setter
             else:
                 self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
         except (OSError, ValueError) as exc:

@@ -1,0 +1,1 @@
+"""Evaluation harness: datasets, methods (baselines and ablations), metrics, runner and reports."""

@@ -1,0 +1,150 @@
+"""The paper's comparison: Direct, Naive RAG, A-RAG (Naive), A-RAG (Full), and ablations.
+
+Every method answers from the same settings and reports the same fields. Without ``chunk_read`` the search
+tools return each hit's full chunk text instead of snippets (otherwise the agent could never see more than
+sentences); that is how ``arag-no-read`` is defined.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from arag.agent import Agent
+from arag.chunking import count_tokens
+from arag.index import Index
+from arag.llm import ChatModel, Usage
+from arag.settings import AgentSettings, ToolName
+
+ALL_TOOLS: list[ToolName] = ["keyword_search", "semantic_search", "chunk_read"]
+METHODS: dict[str, list[ToolName] | None] = {
+    "direct": None,
+    "naive-rag": None,
+    "arag-naive": ["semantic_search"],
+    "arag-full": ALL_TOOLS,
+    "arag-no-keyword": ["semantic_search", "chunk_read"],
+    "arag-no-semantic": ["keyword_search", "chunk_read"],
+    "arag-no-read": ["keyword_search", "semantic_search"],
+}
+ANSWER_PROMPT = "Answer the question with a short phrase (a name, date, number or yes/no), no explanation."
+
+
+@dataclass
+class MethodOutput:
+    prediction: str
+    stop_reason: str
+    steps: int = 0
+    retrieved_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    retrieved_chunks: list[str] = field(default_factory=list)  # every chunk whose content the method saw
+    read_chunks: list[str] = field(default_factory=list)
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+class Method:
+    name: str
+
+    def answer(self, question: str) -> MethodOutput:
+        raise NotImplementedError
+
+
+class DirectMethod(Method):
+    name = "direct"
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    def answer(self, question: str) -> MethodOutput:
+        turn = self.model.complete(
+            [{"role": "system", "content": ANSWER_PROMPT}, {"role": "user", "content": question}]
+        )
+        return MethodOutput(turn.content.strip(), "answered", usage=turn.usage, cost=self.model.cost(turn.usage))
+
+
+class NaiveRAGMethod(Method):
+    """Top-k chunks by semantic search, pasted into one prompt (the paper's Naive RAG)."""
+
+    name = "naive-rag"
+
+    def __init__(self, index: Index, model: ChatModel, top_k: int = 5) -> None:
+        self.index, self.model, self.top_k = index, model, top_k
+
+    def answer(self, question: str) -> MethodOutput:
+        started = time.perf_counter()
+        hits = self.index.semantic_search(question, self.top_k)
+        records = self.index.store.chunks(h.row for h in hits)
+        context = "\n\n".join(f"[chunk {h.chunk_id}]\n{records[h.row].text.strip()}" for h in hits)
+        turn = self.model.complete(
+            [
+                {"role": "system", "content": ANSWER_PROMPT + " Use the retrieved chunks."},
+                {"role": "user", "content": f"Retrieved chunks:\n{context}\n\nQuestion: {question}"},
+            ]
+        )
+        ids = [h.chunk_id for h in hits]
+        step = {
+            "tool": "semantic_search",
+            "arguments": {"query": question, "top_k": self.top_k},
+            "observation": context,
+            "retrieved_tokens": count_tokens(context),
+            "latency_s": round(time.perf_counter() - started, 4),
+        }
+        return MethodOutput(
+            turn.content.strip(),
+            "answered",
+            1,
+            count_tokens(context),
+            turn.usage,
+            self.model.cost(turn.usage),
+            ids,
+            ids,
+            [step],
+        )
+
+
+class AgentMethod(Method):
+    def __init__(self, name: str, index: Index, model: ChatModel, settings: AgentSettings, json_actions: bool) -> None:
+        tools = METHODS[name]
+        assert tools is not None
+        self.name = name
+        self.agent = Agent(index, model, settings.model_copy(update={"tools": tools}), json_actions=json_actions)
+
+    def answer(self, question: str) -> MethodOutput:
+        result = self.agent.run(question)
+        return MethodOutput(
+            result.answer,
+            result.stop_reason,
+            result.steps,
+            result.retrieved_tokens,
+            result.usage,
+            result.cost,
+            result.seen_chunks,
+            result.read_chunks,
+            [
+                {
+                    "tool": s.tool,
+                    "arguments": s.arguments,
+                    "observation": s.observation,
+                    "retrieved_tokens": s.retrieved_tokens,
+                    "latency_s": s.latency_s,
+                }
+                for s in result.trajectory
+            ],
+            result.error,
+        )
+
+
+def make_method(
+    name: str, index: Index, model: ChatModel, settings: AgentSettings, json_actions: bool, naive_top_k: int = 5
+) -> Method:
+    if name not in METHODS:
+        from arag.errors import ConfigError
+
+        raise ConfigError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    if name == "direct":
+        return DirectMethod(model)
+    if name == "naive-rag":
+        return NaiveRAGMethod(index, model, naive_top_k)
+    return AgentMethod(name, index, model, settings, json_actions)

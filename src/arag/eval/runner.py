@@ -1,0 +1,290 @@
+"""Runs a method over a dataset: crash-safe, resumable, concurrent, with a live accuracy bar."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from arag.errors import ARagError, ConfigError
+from arag.eval.datasets import Dataset, Question
+from arag.eval.methods import Method
+from arag.eval.metrics import JUDGE_PROMPT, contain_acc, exact_match, parse_judgement, token_f1
+from arag.index import Index
+from arag.llm import ChatModel
+from arag.settings import IndexSettings
+
+RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
+
+
+def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None = None, progress: Any = None) -> Index:
+    """The dataset corpus's index, built once per (corpus file, index settings) and reused afterwards."""
+    from arag.indexing import build_index
+    from arag.local_llm import cache_dir
+
+    if index_dir is None:
+        stat = dataset.corpus.stat()
+        key = json.dumps(
+            [
+                str(dataset.corpus.resolve()),
+                stat.st_size,
+                int(stat.st_mtime),
+                settings.model_dump(mode="json", exclude={"threads", "embed_batch_size"}),
+            ]
+        )
+        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+        index_dir = cache_dir() / "indexes" / f"{dataset.name}-{dataset.format}-{digest}"
+    if not (index_dir / "manifest.json").exists():
+        build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
+    return Index.open(index_dir, threads=settings.threads)
+
+
+def select_questions(questions: list[Question], limit: int | None, seed: int | None) -> list[Question]:
+    """The first ``limit`` questions, or a seeded random sample of ``limit`` (kept in dataset order)."""
+    if limit is None or limit >= len(questions):
+        return list(questions)
+    if seed is None:
+        return questions[:limit]
+    picked = set(random.Random(seed).sample(range(len(questions)), limit))
+    return [q for i, q in enumerate(questions) if i in picked]
+
+
+_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def _squash(text: str) -> str:
+    return _WORD.sub("", text.lower())
+
+
+class GoldChunks:
+    """Maps a question's gold passage titles to the chunk ids that contain those passages."""
+
+    def __init__(self, index: Index, dataset: Dataset) -> None:
+        self.by_title: dict[str, set[str]] = {}
+        documents = {d.doc_id for d in index.store.documents()}
+        ranges = index.store.doc_chunk_rows() if hasattr(index.store, "doc_chunk_rows") else {}
+        if dataset.format != "arag":  # one document per passage, titled: chunk ids are "<title>#n"
+            for title in documents:
+                lo, hi = ranges.get(title, (0, 0))
+                self.by_title[title] = {r.chunk_id for r in index.store.chunks(range(lo, hi)).values()}
+            return
+        passages = dataset.corpus.parent / "corpus.json"
+        if not passages.is_file():
+            return
+        squashed = [(r.chunk_id, _squash(r.text)) for r in index.store.iter_chunks()]
+        for passage in json.loads(passages.read_text(encoding="utf-8")):
+            probe = _squash(passage.get("text", ""))[:60]
+            if probe:
+                found = {cid for cid, text in squashed if probe in text}
+                self.by_title.setdefault(passage.get("title", ""), set()).update(found)
+
+    def recall(self, question: Question, retrieved: list[str]) -> float | None:
+        """Fraction of the gold passages (that exist in the corpus) found among ``retrieved`` chunk ids."""
+        gold = [self.by_title[t] for t in question.gold_titles if self.by_title.get(t)]
+        if not gold:
+            return None
+        seen = set(retrieved)
+        return sum(1 for chunks in gold if chunks & seen) / len(gold)
+
+
+def _read_finished(path: Path) -> dict[str, dict[str, Any]]:
+    """Finished results; a torn last line (killed mid-write) is cut off so the file stays valid JSON Lines."""
+    finished: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return finished
+    data = path.read_bytes()
+    good = 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        finished[str(record["id"])] = record
+        good += len(line)
+    if good != len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(good)
+    return finished
+
+
+def judge(model: ChatModel, question: Question, prediction: str) -> float | None:
+    prompt = JUDGE_PROMPT.format(question=question.question, gold=" / ".join(question.answers), prediction=prediction)
+    turn = model.complete([{"role": "user", "content": prompt}])
+    return parse_judgement(turn.content)
+
+
+def run_eval(
+    dataset: Dataset,
+    method: Method,
+    index: Index,
+    out_dir: Path,
+    config: dict[str, Any],
+    questions: list[Question],
+    workers: int = 1,
+    judge_model: ChatModel | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Answer every question not yet in ``out_dir/results.jsonl``; returns the summary."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config_path = out_dir / CONFIG
+    if config_path.exists():
+        previous = json.loads(config_path.read_text())
+        if {k: previous.get(k) for k in ("dataset", "method", "settings")} != {
+            k: config.get(k) for k in ("dataset", "method", "settings")
+        }:
+            raise ConfigError(f"{out_dir} holds a run with other settings; use another --out")
+    else:
+        tmp = config_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(config, indent=2))
+        os.replace(tmp, config_path)
+    results_path = out_dir / RESULTS
+    finished = _read_finished(results_path)
+    gold = GoldChunks(index, dataset)
+    lock = threading.Lock()
+    started = time.perf_counter()
+
+    def one(question: Question) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        try:
+            output = method.answer(question.question)
+            error = output.error
+        except ARagError as exc:
+            from arag.eval.methods import MethodOutput
+
+            output, error = MethodOutput("", "error"), str(exc)
+        record: dict[str, Any] = {
+            "id": question.id,
+            "question": question.question,
+            "gold": question.answers,
+            "type": question.type,
+            "prediction": output.prediction,
+            "contain_acc": contain_acc(output.prediction, question.answers),
+            "exact_match": exact_match(output.prediction, question.answers),
+            "f1": token_f1(output.prediction, question.answers),
+            "retrieved_tokens": output.retrieved_tokens,
+            "steps": output.steps,
+            "stop_reason": output.stop_reason,
+            "latency_s": round(time.perf_counter() - t0, 3),
+            "usage": output.usage.to_dict(),
+            "cost": output.cost,
+            "retrieval_recall": gold.recall(question, output.retrieved_chunks),
+            "read_recall": gold.recall(question, output.read_chunks),
+            "retrieved_chunks": output.retrieved_chunks,
+            "trajectory": output.trajectory,
+            "error": error,
+        }
+        if judge_model is not None and output.prediction and not error:
+            try:
+                record["llm_acc"] = judge(judge_model, question, output.prediction)
+            except ARagError as exc:
+                record["llm_acc"], record["judge_error"] = None, str(exc)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with lock, results_path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if on_result:
+            on_result(record)
+        return record
+
+    todo = [q for q in questions if q.id not in finished]
+    if workers <= 1:
+        for question in todo:
+            one(question)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(one, todo))
+    summary = summarize(results_path, config, wall_s=time.perf_counter() - started)
+    tmp = out_dir / (SUMMARY + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=2))
+    os.replace(tmp, out_dir / SUMMARY)
+    return summary
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None = None) -> dict[str, Any]:
+    records = list(_read_finished(results_path).values())
+    costs = [r.get("cost") for r in records]
+    return {
+        "method": config.get("method"),
+        "dataset": config.get("dataset"),
+        "model": config.get("model"),
+        "max_steps": (config.get("settings") or {}).get("agent", {}).get("max_steps"),
+        "judge_model": config.get("judge_model"),
+        "questions": len(records),
+        "contain_acc": _mean([r["contain_acc"] for r in records]),
+        "llm_acc": _mean([r.get("llm_acc") for r in records]),
+        "exact_match": _mean([r.get("exact_match") for r in records]),
+        "f1": _mean([r.get("f1") for r in records]),
+        "retrieval_recall": _mean([r.get("retrieval_recall") for r in records]),
+        "read_recall": _mean([r.get("read_recall") for r in records]),
+        "retrieved_tokens": _mean([r["retrieved_tokens"] for r in records]),
+        "steps": _mean([r["steps"] for r in records]),
+        "cost_per_question": _mean(costs) if any(c is not None for c in costs) else None,
+        "answered_rate": _mean([1.0 if r["stop_reason"] == "answered" else 0.0 for r in records]),
+        "errors": sum(1 for r in records if r.get("error")),
+        "latency_s": _mean([r["latency_s"] for r in records]),
+        "wall_s_last_session": wall_s,
+    }
+
+
+def retrieval_metrics(dataset: Dataset, index: Index, k: int = 5, naive_top_k: int = 5) -> dict[str, Any]:
+    """Recall@k of gold passages, no LLM: semantic_search(question), Naive RAG's top-k, keyword search on the
+    question's capitalized entities."""
+    gold = GoldChunks(index, dataset)
+    rows: dict[str, list[float | None]] = {"semantic": [], "naive_rag": [], "keyword_entities": []}
+    for question in dataset.questions:
+        semantic = [h.chunk_id for h in index.semantic_search(question.question, max(k, naive_top_k))]
+        entities = re.findall(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van)?\s*[A-Z][\w'’.-]*)*", question.question)
+        entities = [
+            e
+            for e in entities
+            if e.lower()
+            not in {
+                "who",
+                "what",
+                "when",
+                "where",
+                "which",
+                "why",
+                "how",
+                "is",
+                "are",
+                "did",
+                "do",
+                "does",
+                "was",
+                "were",
+            }
+        ]
+        keyword = [h.chunk_id for h in index.keyword_search(entities, k)] if entities else []
+        rows["semantic"].append(gold.recall(question, semantic[:k]))
+        rows["naive_rag"].append(gold.recall(question, semantic[:naive_top_k]))
+        rows["keyword_entities"].append(gold.recall(question, keyword))
+    covered = sum(1 for v in rows["semantic"] if v is not None)
+    return {
+        "dataset": dataset.name,
+        "format": dataset.format,
+        "questions": len(dataset.questions),
+        "questions_with_gold_in_corpus": covered,
+        "k": k,
+        "naive_top_k": naive_top_k,
+        **{
+            f"recall@{k}_{name}" if name != "naive_rag" else f"recall@{naive_top_k}_naive_rag": _mean(values)
+            for name, values in rows.items()
+        },
+    }
