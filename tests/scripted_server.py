@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -44,11 +45,14 @@ class ScriptedServer:
         self.replies: list[Any] = []
         self.requests: list[dict[str, Any]] = []
         self.default: Any = None  # used when the queue is empty (e.g. a model that never stops)
+        self.delay_s = 0.0  # per request, to make a run slow enough to be killed mid-way
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if server.delay_s:
+                    time.sleep(server.delay_s)
                 server.requests.append(body)
                 reply = server.replies.pop(0) if server.replies else server.default
                 status, payload, headers = 200, reply, {}

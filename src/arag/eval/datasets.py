@@ -20,6 +20,7 @@ class Question:
     type: str | None = None
     evidence: list[Any] = field(default_factory=list)
     gold_titles: list[str] = field(default_factory=list)
+    gold_texts: list[str] = field(default_factory=list)  # evidence quoted as text (GraphRAG-Bench)
 
 
 @dataclass
@@ -71,6 +72,7 @@ def parse_questions(data: Any) -> list[Question]:
                 record.get("question_type") or record.get("type"),
                 record.get("evidence") or record.get("supporting_facts") or [],
                 _gold_titles(record),
+                [e for e in record.get("evidence") or [] if isinstance(e, str) and e.strip()],
             )
         )
     return questions

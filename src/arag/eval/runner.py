@@ -69,6 +69,8 @@ class GoldChunks:
 
     def __init__(self, index: Index, dataset: Dataset) -> None:
         self.by_title: dict[str, set[str]] = {}
+        self._squashed: list[tuple[str, str]] | None = None
+        self._index = index
         documents = {d.doc_id for d in index.store.documents()}
         ranges = index.store.doc_chunk_rows() if hasattr(index.store, "doc_chunk_rows") else {}
         if dataset.format != "arag":  # one document per passage, titled: chunk ids are "<title>#n"
@@ -79,16 +81,31 @@ class GoldChunks:
         passages = dataset.corpus.parent / "corpus.json"
         if not passages.is_file():
             return
-        squashed = [(r.chunk_id, _squash(r.text)) for r in index.store.iter_chunks()]
+        squashed = self._chunks_squashed()
         for passage in json.loads(passages.read_text(encoding="utf-8")):
             probe = _squash(passage.get("text", ""))[:60]
             if probe:
                 found = {cid for cid, text in squashed if probe in text}
                 self.by_title.setdefault(passage.get("title", ""), set()).update(found)
 
+    def _chunks_squashed(self) -> list[tuple[str, str]]:
+        if self._squashed is None:
+            self._squashed = [(r.chunk_id, _squash(r.text)) for r in self._index.store.iter_chunks()]
+        return self._squashed
+
+    def gold_sets(self, question: Question) -> list[set[str]]:
+        """One set of chunk ids per gold passage (by title) or quoted evidence text."""
+        gold = [self.by_title[t] for t in question.gold_titles if self.by_title.get(t)]
+        for text in question.gold_texts:
+            probe = _squash(text)[:80]
+            found = {cid for cid, chunk in self._chunks_squashed() if probe and probe in chunk}
+            if found:
+                gold.append(found)
+        return gold
+
     def recall(self, question: Question, retrieved: list[str]) -> float | None:
         """Fraction of the gold passages (that exist in the corpus) found among ``retrieved`` chunk ids."""
-        gold = [self.by_title[t] for t in question.gold_titles if self.by_title.get(t)]
+        gold = self.gold_sets(question)
         if not gold:
             return None
         seen = set(retrieved)
@@ -242,6 +259,18 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
     }
 
 
+_QUESTION_WORDS = frozenset(
+    ["who", "what", "when", "where", "which", "why", "how", "is", "are", "did", "do", "does", "was", "were"]
+)
+_ENTITY = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van)?\s*[A-Z][\w'’.-]*)*")
+
+
+def question_entities(question: str) -> list[str]:
+    """Capitalized phrases of a question, without question words and possessive 's (keyword-search queries)."""
+    entities = [re.sub(r"['’]s$", "", e) for e in _ENTITY.findall(question)]
+    return [e for e in entities if e.lower() not in _QUESTION_WORDS]
+
+
 def retrieval_metrics(dataset: Dataset, index: Index, k: int = 5, naive_top_k: int = 5) -> dict[str, Any]:
     """Recall@k of gold passages, no LLM: semantic_search(question), Naive RAG's top-k, keyword search on the
     question's capitalized entities."""
@@ -249,28 +278,7 @@ def retrieval_metrics(dataset: Dataset, index: Index, k: int = 5, naive_top_k: i
     rows: dict[str, list[float | None]] = {"semantic": [], "naive_rag": [], "keyword_entities": []}
     for question in dataset.questions:
         semantic = [h.chunk_id for h in index.semantic_search(question.question, max(k, naive_top_k))]
-        entities = re.findall(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van)?\s*[A-Z][\w'’.-]*)*", question.question)
-        entities = [
-            e
-            for e in entities
-            if e.lower()
-            not in {
-                "who",
-                "what",
-                "when",
-                "where",
-                "which",
-                "why",
-                "how",
-                "is",
-                "are",
-                "did",
-                "do",
-                "does",
-                "was",
-                "were",
-            }
-        ]
+        entities = question_entities(question.question)
         keyword = [h.chunk_id for h in index.keyword_search(entities, k)] if entities else []
         rows["semantic"].append(gold.recall(question, semantic[:k]))
         rows["naive_rag"].append(gold.recall(question, semantic[:naive_top_k]))

@@ -1,0 +1,303 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arag.eval.datasets import load_dataset
+from arag.eval.methods import METHODS
+from arag.eval.metrics import contain_acc, exact_match, normalize_answer, parse_judgement, token_f1
+from conftest import FIXTURES
+from scripted_server import ScriptedServer, completion, tool_call
+
+DATASETS = FIXTURES / "datasets"
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("The Crane Wife", "crane wife"),
+        ("  A  tale, of   TWO cities! ", "tale of two cities"),
+        ("Hugh's  abbey — St. Maurice", "hugh s abbey st maurice"),
+        ("an apple and the anthem", "apple and anthem"),  # articles only as whole words
+        ("20 March 851.", "20 march 851"),
+        ("“Quoted”", "quoted"),
+        ("", ""),
+    ],
+)
+def test_normalize_answer(text: str, expected: str) -> None:
+    assert normalize_answer(text) == expected
+
+
+def test_answer_metrics_hand_checked() -> None:
+    assert contain_acc("She died on 20 March 851 in Tours.", ["20 March 851"]) == 1.0
+    assert contain_acc("She died in 851.", ["20 March 851"]) == 0.0
+    assert contain_acc("The answer is The Crane Wife", ["crane wife"]) == 1.0
+    assert contain_acc("anything", ["", "  "]) == 0.0  # an empty gold never matches
+    assert contain_acc("Yes, both are British.", ["no", "yes"]) == 1.0
+    assert exact_match("the Crane Wife.", ["Crane Wife"]) == 1.0
+    assert exact_match("Crane Wife album", ["Crane Wife"]) == 0.0
+    assert token_f1("Crane Wife album", ["The Crane Wife"]) == pytest.approx(0.8)
+    assert token_f1("nothing here", ["Crane Wife"]) == 0.0
+    assert parse_judgement("Correct") == 1.0
+    assert parse_judgement("incorrect.") == 0.0
+    assert parse_judgement("**Incorrect** — wrong year") == 0.0
+    assert parse_judgement("maybe") is None
+
+
+def test_dataset_loaders() -> None:
+    arag = load_dataset(DATASETS / "arag-mini")
+    assert arag.format == "arag" and arag.corpus.name == "chunks.json"
+    assert arag.questions[0].gold_titles == ["Lothair II", "Ermengarde of Tours"]
+    assert arag.questions[0].answers == ["20 March 851"] and arag.questions[0].type == "compositional"
+    assert load_dataset(DATASETS / "arag-mini", corpus="corpus").format == "hipporag"
+    hippo = load_dataset(DATASETS / "hippo-mini")
+    assert hippo.format == "hipporag" and hippo.questions[0].id == "q1"
+    assert hippo.questions[0].answers == ["20 March 851", "20 march 851"]
+    assert hippo.questions[1].gold_titles == ["Mehmed II"]
+    graph = load_dataset(DATASETS / "graphrag-mini")
+    assert graph.format == "graphrag-bench" and graph.questions[0].type == "Fact Retrieval"
+    assert graph.questions[1].gold_texts == ["released on October 3, 2006 by Capitol Records"]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
+def run_cli(*args: str, server: ScriptedServer, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "ARAG_BASE_URL": server.base_url,
+        "ARAG_API_KEY": "k",
+        "ARAG_MODEL": "gpt-4o-mini",
+        "ARAG_CACHE_DIR": str(cache),
+        "ARAG_INDEX__EMBEDDER": "fake",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "arag", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def agent_script(method: str) -> list[dict[str, object]]:
+    tools = METHODS[method]
+    if tools is None:
+        return [completion("20 March 851")]
+    first = "keyword_search" if "keyword_search" in tools else "semantic_search"
+    args = {"keywords": ["Ermengarde"]} if first == "keyword_search" else {"query": "Ermengarde of Tours death"}
+    replies: list[dict[str, object]] = [completion(tool_calls=[tool_call(first, args)])]
+    if "chunk_read" in tools:
+        replies.append(completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}, "c2")]))
+    replies.append(completion("She died on 20 March 851 [chunk Ermengarde of Tours#0]."))
+    return replies
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_runner_end_to_end_for_every_method(tmp_path: Path, server: ScriptedServer, method: str) -> None:
+    server.replies = [*agent_script(method), completion("correct")]
+    out = tmp_path / "run"
+    proc = run_cli(
+        "eval",
+        "run",
+        "--dataset",
+        str(DATASETS / "hippo-mini"),
+        "--method",
+        method,
+        "--out",
+        str(out),
+        "--limit",
+        "1",
+        "--judge",
+        server=server,
+        cache=tmp_path / "cache",
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 1
+    record = records[0]
+    assert {
+        "id",
+        "question",
+        "gold",
+        "prediction",
+        "contain_acc",
+        "retrieved_tokens",
+        "steps",
+        "stop_reason",
+        "latency_s",
+        "usage",
+        "cost",
+        "trajectory",
+    } <= set(record)
+    assert record["id"] == "q1" and record["contain_acc"] == 1.0 and record["llm_acc"] == 1.0
+    assert record["stop_reason"] == "answered"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["questions"] == 1 and summary["contain_acc"] == 1.0 and summary["method"] == method
+    if method == "direct":
+        assert record["retrieved_tokens"] == 0 and record["retrieval_recall"] == 0.0
+    else:
+        # gold passages: Lothair II and Ermengarde of Tours; recall counts which of them were surfaced
+        assert record["retrieved_tokens"] > 0
+        surfaced = {"Lothair II#0", "Ermengarde of Tours#0"} & set(record["retrieved_chunks"])
+        assert record["retrieval_recall"] == len(surfaced) / 2 > 0
+    if METHODS[method] and "chunk_read" in METHODS[method]:  # type: ignore[operator]
+        assert record["read_recall"] == 0.5
+    if method == "naive-rag":
+        prompt = server.requests[0]["messages"][-1]["content"]
+        assert "Retrieved chunks" in prompt and "[chunk " in prompt
+    if METHODS[method] is not None:
+        offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
+        assert offered == METHODS[method]
+    # the judge saw the gold answer and the prediction
+    assert "Gold answer: 20 March 851" in server.requests[-1]["messages"][0]["content"]
+
+
+def test_resume_after_kill_has_no_loss_or_duplicates(tmp_path: Path, server: ScriptedServer) -> None:
+    questions = [{"id": f"q{i}", "question": f"Question number {i}?", "answer": "Waldrada"} for i in range(12)]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "corpus.json").write_text((FIXTURES / "hipporag_corpus.json").read_text())
+    (data / "questions.json").write_text(json.dumps(questions))
+    server.default = completion("Waldrada")
+    server.delay_s = 0.15
+    out = tmp_path / "run"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "ARAG_BASE_URL": server.base_url,
+        "ARAG_MODEL": "m",
+        "ARAG_CACHE_DIR": str(tmp_path / "cache"),
+        "ARAG_INDEX__EMBEDDER": "fake",
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "arag",
+        "eval",
+        "run",
+        "--dataset",
+        str(data),
+        "--method",
+        "direct",
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+    ]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = out / "results.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = {json.loads(line)["id"] for line in results.read_text().splitlines()}
+    assert 4 <= len(partial) < 12
+    # a torn last line, as a kill in the middle of a write leaves it
+    with results.open("a") as handle:
+        handle.write('{"id": "q99", "question": "tor')
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    ids = [json.loads(line)["id"] for line in results.read_text().splitlines()]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(12)) and len(ids) == len(set(ids))
+    assert json.loads((out / "summary.json").read_text())["questions"] == 12
+    # only the unfinished questions were asked again
+    assert len(server.requests) <= 12 + 2
+
+
+def test_error_on_one_question_is_recorded(tmp_path: Path, server: ScriptedServer) -> None:
+    server.replies = [(400, {"error": {"message": "bad request"}}), completion("20 March 851")]
+    out = tmp_path / "run"
+    proc = run_cli(
+        "eval",
+        "run",
+        "--dataset",
+        str(DATASETS / "hippo-mini"),
+        "--method",
+        "direct",
+        "--out",
+        str(out),
+        "--limit",
+        "2",
+        server=server,
+        cache=tmp_path / "cache",
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["stop_reason"] for r in records] == ["error", "answered"]
+    assert "HTTP 400" in records[0]["error"]
+    assert json.loads((out / "summary.json").read_text())["errors"] == 1
+
+
+def test_report_and_sweep(tmp_path: Path, server: ScriptedServer) -> None:
+    server.default = completion("She died on 20 March 851.")
+    sweep = run_cli(
+        "eval",
+        "sweep",
+        "--dataset",
+        str(DATASETS / "hippo-mini"),
+        "--method",
+        "arag-full",
+        "--out",
+        str(tmp_path / "sweep"),
+        "--max-steps",
+        "1,3",
+        server=server,
+        cache=tmp_path / "cache",
+    )
+    assert sweep.returncode == 0, sweep.stderr
+    direct = run_cli(
+        "eval",
+        "run",
+        "--dataset",
+        str(DATASETS / "hippo-mini"),
+        "--method",
+        "direct",
+        "--out",
+        str(tmp_path / "direct"),
+        server=server,
+        cache=tmp_path / "cache",
+    )
+    assert direct.returncode == 0, direct.stderr
+    report = run_cli(
+        "eval",
+        "report",
+        str(tmp_path / "sweep" / "steps-1"),
+        str(tmp_path / "sweep" / "steps-3"),
+        str(tmp_path / "direct"),
+        "--out",
+        str(tmp_path / "report"),
+        server=server,
+        cache=tmp_path / "cache",
+    )
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| Method | hippo-mini LLM-Acc | hippo-mini Contain-Acc |" in text
+    assert "| A-RAG (Full) (max_steps 1) | – | 33.3 |" in text  # 1 of 3 golds is "20 March 851"
+    assert "| Direct answer | – | 33.3 |" in text
+    assert "## Efficiency" in text
+    for name in ("accuracy_vs_steps.png", "accuracy_vs_tokens.png"):
+        data = (tmp_path / "report" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_report_of_unfinished_run_is_a_clear_error(tmp_path: Path, server: ScriptedServer) -> None:
+    (tmp_path / "empty").mkdir()
+    proc = run_cli("eval", "report", str(tmp_path / "empty"), server=server, cache=tmp_path / "cache")
+    assert proc.returncode == 1 and "no summary.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_retrieval_metrics(tmp_path: Path, server: ScriptedServer) -> None:
+    proc = run_cli("eval", "retrieval", "--dataset", str(DATASETS / "arag-mini"), server=server, cache=tmp_path / "c")
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads(proc.stdout)
+    assert metrics["format"] == "arag" and metrics["questions_with_gold_in_corpus"] == 3
+    assert 0.0 <= metrics["recall@5_semantic"] <= 1.0 and metrics["recall@5_keyword_entities"] == 1.0
