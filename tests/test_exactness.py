@@ -156,3 +156,36 @@ def test_reference_chunk_ids_and_texts_are_kept(chunks_index: Index) -> None:
     first, last = chunks_index.read(["0"])[0][0], chunks_index.read([str(len(items) - 1)])[0][0]
     assert first.prev_id is None and first.next_id == "1"
     assert last.next_id is None
+
+
+def test_keyword_search_unicode_case_folding_equals_brute_force(tmp_path: Path) -> None:
+    texts = [
+        "İstanbul was Constantinople. ISTANBUL is its name now. Straße and STRASSE differ.",
+        "ΟΔΟΣ means road; οδος is the same word. The Kelvin sign K is not a K.",
+        "Ünïcödé ÜNÏCÖDÉ ünïcödé. Plain ASCII text about istanbul and strasse.",
+        "aaaa aaa aa a — overlapping counts are non-overlapping: aaaa.",
+    ]
+    corpus = tmp_path / "unicode.jsonl"
+    corpus.write_text(
+        "\n".join(json.dumps({"id": f"u{i}", "text": t}, ensure_ascii=False) for i, t in enumerate(texts))
+    )
+    build_index([corpus], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    for keywords in (
+        ["istanbul"],
+        ["İstanbul"],
+        ["i̇stanbul"],
+        ["straße"],
+        ["STRASSE"],
+        ["οδος", "ΟΔΟΣ"],
+        ["\u212a"],
+        ["k"],
+        ["ünïcödé"],
+        ["aa"],
+        ["aaa", "a"],
+        ["é"],
+        ["—"],
+    ):
+        for top_k in (1, 2, 10):
+            got = [(h.chunk_id, h.score, h.snippets) for h in index.keyword_search(keywords, top_k)]
+            assert got == brute_keyword(index, keywords, top_k), keywords

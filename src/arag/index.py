@@ -45,10 +45,6 @@ def normalize_keywords(keywords: list[str]) -> list[str]:
     return out
 
 
-def keyword_score(text_lower: str, keywords: list[str]) -> int:
-    return sum(text_lower.count(k.lower()) * len(k) for k in keywords)
-
-
 class Index:
     """A read-only handle on an index directory. Thread-safe for concurrent searches."""
 
@@ -85,24 +81,11 @@ class Index:
         if not keywords or top_k <= 0:
             return []
         lowered = [k.lower() for k in keywords]
-        candidates: set[int] = set()
-        for keyword in lowered:
-            rows = self.store.keyword_candidates(keyword)
-            if rows is None:  # too short for the trigram index: every chunk is a candidate
-                candidates = set(range(self.store.n_chunks))
-                break
-            candidates.update(rows.tolist())
-        scored: list[tuple[int, int]] = []
-        for row, text in self.store.chunk_texts(candidates).items():
-            score = keyword_score(text.lower(), keywords)
-            if score > 0:
-                scored.append((-score, row))
-        scored.sort()
-        top = scored[:top_k]
-        records = self.store.chunks(row for _, row in top)
+        top = self.store.keyword_scores(keywords, top_k)
+        records = self.store.chunks(row for row, _ in top)
         return [
-            SearchHit(records[row].chunk_id, float(-neg), self._keyword_snippets(records[row], lowered), row)
-            for neg, row in top
+            SearchHit(records[row].chunk_id, float(score), self._keyword_snippets(records[row], lowered), row)
+            for row, score in top
         ]
 
     def _keyword_snippets(self, record: ChunkRecord, lowered: list[str]) -> list[str]:

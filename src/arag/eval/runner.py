@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from arag.errors import ARagError, ConfigError
+from arag.errors import ARagError, ConfigError, IndexFormatError
 from arag.eval.datasets import Dataset, Question
 from arag.eval.methods import Method
 from arag.eval.metrics import JUDGE_PROMPT, contain_acc, exact_match, parse_judgement, token_f1
@@ -42,8 +42,12 @@ def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None 
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         index_dir = cache_dir() / "indexes" / f"{dataset.name}-{dataset.format}-{digest}"
-    if not (index_dir / "manifest.json").exists():
-        build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
+    if (index_dir / "manifest.json").exists():
+        try:
+            return Index.open(index_dir, threads=settings.threads)
+        except IndexFormatError:
+            pass  # built by another a-rag version: a cache entry, so rebuild it
+    build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
     return Index.open(index_dir, threads=settings.threads)
 
 

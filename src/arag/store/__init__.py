@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +68,15 @@ class Store(Protocol):
 
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]: ...
 
-    def chunk_texts(self, rows: Iterable[int]) -> dict[int, str]:
-        """Just the texts of the given rows (the keyword scorer's hot path)."""
-        ...
-
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
         """Every chunk in document order."""
         ...
 
     def documents(self) -> list[DocumentRecord]: ...
 
-    def keyword_candidates(self, keyword_lower: str) -> np.ndarray | None:
-        """Rows of chunks that may contain ``keyword_lower`` (a superset), or None if the index cannot narrow."""
+    def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+        """``(row, score)`` of the top_k chunks by Σ_k count(lower(k), lower(chunk)) · len(k), score > 0,
+        ordered by score descending then row ascending. ``keywords`` are stripped, non-empty and distinct."""
         ...
 
     def sentence_ranges(self) -> np.ndarray:

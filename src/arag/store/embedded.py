@@ -40,7 +40,8 @@ _SCHEMA = """
 CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
                    title TEXT, content_hash TEXT NOT NULL);
 CREATE TABLE chunks (row INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_row INTEGER NOT NULL,
-                     ordinal INTEGER NOT NULL, n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
+                     ordinal INTEGER NOT NULL, n_tokens INTEGER NOT NULL, text TEXT NOT NULL,
+                     text_lower TEXT);  -- only where SQLite's ASCII lower() differs from str.lower()
 CREATE VIRTUAL TABLE chunk_fts USING fts5(text_lower, content='', tokenize='trigram case_sensitive 1',
                                           detail=none);
 """
@@ -196,15 +197,6 @@ class EmbeddedStore:
                 out[record.row] = record
         return out
 
-    def chunk_texts(self, rows: Iterable[int]) -> dict[int, str]:
-        wanted = sorted({int(r) for r in rows})
-        out: dict[int, str] = {}
-        for begin in range(0, len(wanted), 900):
-            part = wanted[begin : begin + 900]
-            marks = ",".join("?" * len(part))
-            out.update(self._db.execute(f"SELECT row, text FROM chunks WHERE row IN ({marks})", part))
-        return out
-
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
         for begin in range(0, self._n_chunks, batch):
             yield from self._records(
@@ -227,16 +219,30 @@ class EmbeddedStore:
             )
         }
 
-    def keyword_candidates(self, keyword_lower: str) -> np.ndarray | None:
-        trigrams = list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
-        if not trigrams:
-            return None
-        if len(trigrams) > 12:  # a subset of the trigrams still gives a superset of the matches
-            step = len(trigrams) / 12
-            trigrams = [trigrams[int(i * step)] for i in range(12)] + [trigrams[-1]]
-        query = " AND ".join('"' + t.replace('"', '""') + '"' for t in trigrams)
-        rows = self._db.execute("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?", (query,)).fetchall()
-        return np.fromiter((r for (r,) in rows), dtype=np.int64, count=len(rows))
+    def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+        """Candidates from the trigram index, exact counts in SQLite (non-overlapping, like ``str.count``).
+
+        count(k, c) = (length(c) - length(replace(c, k, ''))) / length(k) on the lower-cased text; chunks whose
+        text SQLite's ASCII-only lower() would fold differently from Python store their own lower-cased copy.
+        """
+        lowered = [k.lower() for k in keywords]
+        terms, params = [], []
+        for keyword, low in zip(keywords, lowered, strict=True):
+            terms.append("((length(t) - length(replace(t, ?, ''))) / length(?)) * ?")
+            params += [low, low, len(keyword)]
+        matches = [_trigram_query(low) for low in lowered]
+        if any(m is None for m in matches):  # shorter than a trigram: every chunk is a candidate
+            source = "SELECT row, coalesce(text_lower, lower(text)) AS t FROM chunks"
+            source_params: list[object] = []
+        else:
+            union = " UNION ".join("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?" for _ in matches)
+            source = f"SELECT row, coalesce(text_lower, lower(text)) AS t FROM chunks WHERE row IN ({union})"
+            source_params = list(matches)
+        sql = (
+            f"SELECT row, score FROM (SELECT row, {' + '.join(terms)} AS score FROM ({source})) "
+            "WHERE score > 0 ORDER BY score DESC, row ASC LIMIT ?"
+        )
+        return [(int(r), int(sc)) for r, sc in self._db.execute(sql, [*params, *source_params, top_k])]
 
     def sentence_ranges(self) -> np.ndarray:
         return self._offsets
@@ -291,6 +297,24 @@ class EmbeddedStore:
             self._local.conn = None
 
 
+def _trigram_query(keyword_lower: str) -> str | None:
+    """An FTS5 query matching every chunk that contains ``keyword_lower`` (a superset), or None if too short."""
+    trigrams = list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
+    if not trigrams:
+        return None
+    if len(trigrams) > 12:  # a subset of the trigrams still gives a superset of the matches
+        step = len(trigrams) / 12
+        trigrams = [trigrams[int(i * step)] for i in range(12)] + [trigrams[-1]]
+    return " AND ".join('"' + t.replace('"', '""') + '"' for t in trigrams)
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 def _query_for(query: np.ndarray, dtype: str) -> np.ndarray:
     return quantize(query.reshape(1, -1).astype(np.float32), dtype)
 
@@ -326,9 +350,14 @@ class GenerationWriter:
         """Append ``(chunk_id, ordinal, text, n_tokens)`` rows for a document already added."""
         doc_row = self._doc_rows[doc_id]
         first = self._n_chunks
+        rows = []
+        for i, (cid, ordinal, text, n_tok) in enumerate(chunks):
+            lower = text.lower()
+            rows.append((first + i, cid, doc_row, ordinal, n_tok, text, None if lower == _ascii_lower(text) else lower))
         self._db.executemany(
-            "INSERT INTO chunks (row, chunk_id, doc_row, ordinal, n_tokens, text) VALUES (?, ?, ?, ?, ?, ?)",
-            [(first + i, cid, doc_row, ordinal, n_tok, text) for i, (cid, ordinal, text, n_tok) in enumerate(chunks)],
+            "INSERT INTO chunks (row, chunk_id, doc_row, ordinal, n_tokens, text, text_lower) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
         self._db.executemany(
             "INSERT INTO chunk_fts (rowid, text_lower) VALUES (?, ?)",
