@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
-arag index samples/a-rag-docs --index .arag-sample-index
+arag index samples/a-rag-docs --index .arag-sample-index --rebuild
 arag ask "${1:-How does keyword_search score a chunk?}" --index .arag-sample-index --max-steps "${MAX_STEPS:-5}"

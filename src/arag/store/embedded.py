@@ -59,7 +59,7 @@ def read_manifest(index_dir: Path) -> Manifest:
     if manifest.format_version != FORMAT_VERSION:
         raise IndexFormatError(
             f"index {index_dir} has format version {manifest.format_version}; this a-rag reads "
-            f"version {FORMAT_VERSION} (re-index the sources)"
+            f"version {FORMAT_VERSION} (re-index the sources with --rebuild)"
         )
     return manifest
 
