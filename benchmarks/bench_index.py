@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import multiprocessing
 import resource
 import shutil
 import tempfile
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arag.eval.runner import question_entities
 from arag.index import Index
 from arag.indexing import build_index
 from arag.settings import IndexSettings
@@ -35,7 +36,8 @@ def disk_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def scaled_copy(base: EmbeddedStore, target: Path, scale: int, dtype: str, ann: bool, seed: int = 0) -> None:
+def scaled_copy(base_dir: Path, target: Path, scale: int, dtype: str, ann: bool, seed: int = 0) -> None:
+    base = EmbeddedStore(base_dir)
     rng = np.random.default_rng(seed)
     records = list(base.iter_chunks())
     offsets = np.asarray(base.sentence_ranges())
@@ -99,6 +101,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "arag-bench")
     parser.add_argument("--dtype", default="i8", help="vector dtype of scaled copies")
+    parser.add_argument("--write-only", action="store_true", help="only build the scaled copies, measure nothing")
     args = parser.parse_args()
     scales = args.scale or [1, 10]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -113,9 +116,8 @@ def main() -> None:
         )
     base = Index.open(base_dir)
     questions = json.loads((args.data / "questions.json").read_text())[: args.queries]
-    keyword_queries = [
-        re.findall(r"\b[A-Z][\w'-]+(?: [A-Z][\w'-]+)*", q["question"]) or q["question"].split()[:2] for q in questions
-    ]
+    # what an agent searches for: the question's entities (capitalized phrases without question words)
+    keyword_queries = [question_entities(q["question"]) or q["question"].split()[:2] for q in questions]
     query_vectors = base.embedder.embed_documents([q["question"] for q in questions])
     rows = []
     for scale in scales:
@@ -124,8 +126,16 @@ def main() -> None:
             if not (target / "manifest.json").exists():
                 shutil.rmtree(target, ignore_errors=True)
                 started = time.perf_counter()
-                scaled_copy(base.store, target, scale, "f32" if scale == 1 and not ann else args.dtype, ann)  # type: ignore[arg-type]
+                # in a child process, so that this process's peak RSS is that of opening and searching
+                dtype = "f32" if scale == 1 and not ann else args.dtype
+                child = multiprocessing.Process(
+                    target=scaled_copy, args=(base.store.index_dir, target, scale, dtype, ann)
+                )
+                child.start()
+                child.join()
                 print(f"x{scale} ann={ann}: written in {time.perf_counter() - started:.1f}s")
+            if args.write_only:
+                continue
             started = time.perf_counter()
             index = Index.open(target)
             open_s = time.perf_counter() - started

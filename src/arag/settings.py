@@ -46,7 +46,7 @@ class IndexSettings(BaseModel):
         "f32", description="Storage precision of sentence vectors; f16/i8 shrink large indexes 2x/4x."
     )
     ann: bool = Field(False, description="Also build an HNSW index (usearch) for approximate semantic search.")
-    embed_batch_size: int = Field(64, ge=1, le=4096, description="Sentences per embedding batch.")
+    embed_batch_size: int = Field(32, ge=1, le=4096, description="Sentences per embedding batch.")
     threads: int = Field(
         default_factory=lambda: max(1, min(2, os.cpu_count() or 1)),
         ge=1,

