@@ -235,7 +235,7 @@ def _vectors_for(
     """One vector per sentence: reused from the previous generation by text hash, else embedded once per text."""
     reuse: dict[int, int] = {}
     if previous is not None and previous.n_sentences:
-        old_hashes = np.load(previous.path / "sent_hash.npy", mmap_mode="r")
+        old_hashes = previous.sentence_hashes()
         reuse = {int(h): i for i, h in enumerate(old_hashes.tolist())}
     missing_texts: dict[int, str] = {}
     for h, text in zip(hashes.tolist(), texts, strict=True):

@@ -110,9 +110,21 @@ class Settings(BaseSettings):
         description="Override USD per 1M tokens as {model: (input, output)}.",
     )
     # The paper's reference code reads these flat names; they map onto llm.*.
-    base_url: str | None = Field(None, validation_alias=AliasChoices("ARAG_BASE_URL", "OPENAI_BASE_URL"), exclude=True)
-    api_key: str | None = Field(None, validation_alias=AliasChoices("ARAG_API_KEY", "OPENAI_API_KEY"), exclude=True)
-    model: str | None = Field(None, validation_alias=AliasChoices("ARAG_MODEL"), exclude=True)
+    base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("ARAG_BASE_URL", "OPENAI_BASE_URL"),
+        exclude=True,
+        description="Flat alias of llm.base_url (env ARAG_BASE_URL, else OPENAI_BASE_URL).",
+    )
+    api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("ARAG_API_KEY", "OPENAI_API_KEY"),
+        exclude=True,
+        description="Flat alias of llm.api_key (env ARAG_API_KEY, else OPENAI_API_KEY).",
+    )
+    model: str | None = Field(
+        None, validation_alias=AliasChoices("ARAG_MODEL"), exclude=True, description="Flat alias of llm.model."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -76,7 +76,7 @@ class GoldChunks:
         self._squashed: list[tuple[str, str]] | None = None
         self._index = index
         documents = {d.doc_id for d in index.store.documents()}
-        ranges = index.store.doc_chunk_rows() if hasattr(index.store, "doc_chunk_rows") else {}
+        ranges = index.store.doc_chunk_rows()
         if dataset.format != "arag":  # one document per passage, titled: chunk ids are "<title>#n"
             for title in documents:
                 lo, hi = ranges.get(title, (0, 0))

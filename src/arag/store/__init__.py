@@ -74,6 +74,10 @@ class Store(Protocol):
 
     def documents(self) -> list[DocumentRecord]: ...
 
+    def doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
+        """For each document id, its chunk row range [begin, end)."""
+        ...
+
     def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
         """``(row, score)`` of the top_k chunks by Σ_k count(lower(k), lower(chunk)) · len(k), score > 0,
         ordered by score descending then row ascending. ``keywords`` are stripped, non-empty and distinct."""

@@ -209,6 +209,10 @@ class EmbeddedStore:
             for row in self._db.execute("SELECT doc_id, source, title, content_hash FROM docs ORDER BY doc_row")
         ]
 
+    def sentence_hashes(self) -> np.ndarray:
+        """uint64 hash of each sentence's text, aligned with sentence rows (for reusing embeddings)."""
+        return np.load(self.path / "sent_hash.npy", mmap_mode="r")
+
     def doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
         """For each document, its chunk row range [begin, end)."""
         return {
