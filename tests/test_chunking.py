@@ -107,3 +107,10 @@ def test_chunking_properties(text: str, budget: int) -> None:
         if chunk.end not in boundaries:
             assert count_tokens(text[chunk.start :]) > budget
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+
+
+def test_dotted_acronym_before_a_name_does_not_split() -> None:
+    assert sentences("He was the last U.S. Navy officer to die. Then peace came.") == [
+        "He was the last U.S. Navy officer to die.",
+        "Then peace came.",
+    ]

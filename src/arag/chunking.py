@@ -94,7 +94,7 @@ _ABBREVIATIONS = frozenset(
     ]
 )
 # Abbreviations that also commonly end a sentence: split after them when a capital follows.
-_SENTENCE_FINAL_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "u.s", "u.k", "a.m", "p.m"})
+_SENTENCE_FINAL_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "a.m", "p.m"})
 
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then whitespace.
 _BOUNDARY = re.compile(r"""[.!?…]+["'”’»)\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)""")
