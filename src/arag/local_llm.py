@@ -67,6 +67,21 @@ def _matches(path: Path, model: GGUFModel) -> bool:
     return path.is_file() and path.stat().st_size == model.size and _sha256(path) == model.sha256
 
 
+def _stamp(path: Path) -> str:
+    stat = path.stat()
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
+
+
+def _verified_earlier(path: Path) -> bool:
+    """Hashing 1 GB takes seconds: trust an earlier verification while the file is provably the same one."""
+    marker = path.with_suffix(".verified")
+    return marker.is_file() and marker.read_text() == _stamp(path)
+
+
+def _remember_verified(path: Path) -> None:
+    path.with_suffix(".verified").write_text(_stamp(path))
+
+
 def _part_paths(model: GGUFModel) -> list[Path] | None:
     paths = []
     for n in range(1, model.parts + 1):
@@ -91,9 +106,9 @@ def resolve_model(spec: str | None = None) -> Path:
     if (
         target.exists()
         and target.stat().st_size == model.size
-        and (target.with_suffix(".verified").exists() or _matches(target, model))
+        and (_verified_earlier(target) or _matches(target, model))
     ):
-        target.with_suffix(".verified").touch()
+        _remember_verified(target)
         return target
     parts = _part_paths(model)
     if parts is not None:
@@ -107,7 +122,7 @@ def resolve_model(spec: str | None = None) -> Path:
             tmp.unlink()
             raise ConfigError(f"the packaged parts of {model.name} do not match the pinned size/sha256")
         os.replace(tmp, target)
-        target.with_suffix(".verified").touch()
+        _remember_verified(target)
         return target
     try:
         from huggingface_hub import hf_hub_download
