@@ -195,3 +195,19 @@ def test_kill_during_index_leaves_previous_index_openable(tmp_path: Path) -> Non
     build_index([FIXTURES / "hipporag_corpus.json"], idx, fake_settings())
     assert sorted(p.name for p in idx.iterdir()) == ["gen-000002", "manifest.json"]
     assert json.loads((idx / "manifest.json").read_text())["counts"]["documents"] == 17
+
+
+def test_rebuild_over_an_index_of_another_format_version(tmp_path: Path) -> None:
+    from arag.errors import IndexFormatError
+
+    idx = tmp_path / "idx"
+    build_index([FIXTURES / "guide.md"], idx, fake_settings())
+    manifest = json.loads((idx / "manifest.json").read_text())
+    manifest["format_version"] = 0
+    (idx / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="--rebuild"):
+        Index.open(idx)
+    with pytest.raises(IndexFormatError, match="--rebuild"):
+        build_index([FIXTURES / "guide.md"], idx, fake_settings())
+    build_index([FIXTURES / "guide.md"], idx, fake_settings(), rebuild=True)
+    assert Index.open(idx).keyword_search(["Crane"])[0].chunk_id == "guide.md#0"

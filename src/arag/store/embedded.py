@@ -64,6 +64,13 @@ def read_manifest(index_dir: Path) -> Manifest:
     return manifest
 
 
+def _current_generation(index_dir: Path) -> int:
+    try:
+        return int(json.loads((index_dir / MANIFEST).read_text(encoding="utf-8"))["generation"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 def _generation_dir(index_dir: Path, generation: int) -> Path:
     return index_dir / f"gen-{generation:06d}"
 
@@ -329,11 +336,8 @@ class GenerationWriter:
     def __init__(self, index_dir: Path, manifest_base: dict[str, object]) -> None:
         self.index_dir = Path(index_dir)
         self.index_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self.previous: Manifest | None = read_manifest(self.index_dir)
-        except IndexNotFoundError:
-            self.previous = None
-        self.generation = (self.previous.generation + 1) if self.previous else 1
+        # Only the generation number is needed, so an index of another format version can be rebuilt in place.
+        self.generation = _current_generation(self.index_dir) + 1
         while _generation_dir(self.index_dir, self.generation).exists():
             self.generation += 1
         self.tmp = Path(tempfile.mkdtemp(prefix=".tmp-gen-", dir=self.index_dir))
