@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "arag-bench")
     parser.add_argument("--dtype", default="i8", help="vector dtype of scaled copies")
     parser.add_argument("--write-only", action="store_true", help="only build the scaled copies, measure nothing")
+    parser.add_argument("--ann", choices=["both", "off", "only"], default="both", help="which variants to run")
     args = parser.parse_args()
     scales = args.scale or [1, 10]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,7 @@ def main() -> None:
     query_vectors = base.embedder.embed_documents([q["question"] for q in questions])
     rows = []
     for scale in scales:
-        for ann in (False, True):
+        for ann in {"both": (False, True), "off": (False,), "only": (True,)}[args.ann]:
             target = args.work / f"x{scale}{'-ann' if ann else ''}"
             if not (target / "manifest.json").exists():
                 shutil.rmtree(target, ignore_errors=True)
@@ -133,6 +134,8 @@ def main() -> None:
                 )
                 child.start()
                 child.join()
+                if child.exitcode != 0:
+                    raise SystemExit(f"writing x{scale} ann={ann} failed (exit code {child.exitcode})")
                 print(f"x{scale} ann={ann}: written in {time.perf_counter() - started:.1f}s")
             if args.write_only:
                 continue

@@ -25,6 +25,7 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -111,6 +112,8 @@ class EmbeddedStore:
             raise IndexFormatError(f"index {index_dir} is damaged: {self.path.name} is missing")
         self.threads = threads
         self._local = threading.local()
+        self._executor: ThreadPoolExecutor | None = None
+        self._norm_cache: np.ndarray | None = None
         try:
             self._offsets = np.load(self.path / "sent_offsets.npy", mmap_mode="r")
             self._spans = np.load(self.path / "sent_spans.npy", mmap_mode="r")
@@ -270,9 +273,46 @@ class EmbeddedStore:
         return dequantize(np.asarray(vectors).reshape(len(sentence_rows), -1))
 
     def all_sentence_scores(self, query: np.ndarray) -> np.ndarray | None:
-        if self._vectors is None or self._vectors.dtype != np.float32:
-            return None  # f16/i8 use usearch's SIMD brute force through top_sentences(exact=True)
-        return np.asarray(self._vectors @ query.astype(np.float32))
+        if self._vectors is None:
+            return None  # vectors live in the HNSW file: exact search goes through top_sentences(exact=True)
+        if self._vectors.dtype == np.float32:
+            return np.asarray(self._vectors @ query.astype(np.float32))
+        try:
+            import numkong
+        except ImportError:
+            return None
+        # f16/i8: SIMD dot products (exact integer arithmetic for i8) over row blocks in parallel, then
+        # cosine = dot / (|v| |q|) with the stored per-vector norms.
+        stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
+        blocks = np.array_split(np.arange(len(self._vectors)), max(1, self.threads))
+        vectors = self._vectors
+
+        def block_dots(rows: np.ndarray) -> np.ndarray:
+            if not len(rows):
+                return np.zeros(0, np.float32)
+            part = vectors[int(rows[0]) : int(rows[-1]) + 1]
+            return np.asarray(numkong.cdist(stored_query, part, metric="dot", out_dtype="float32"))[0]
+
+        dots = np.concatenate(list(self._pool().map(block_dots, blocks)))
+        query_norm = float(np.linalg.norm(stored_query.astype(np.float32))) or 1.0
+        return dots / (self._norms() * query_norm)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=max(1, self.threads))
+        return self._executor
+
+    def _norms(self) -> np.ndarray:
+        if self._norm_cache is None:
+            path = self.path / "vector_norms.npy"
+            if path.exists():
+                norms = np.load(path)
+            else:
+                assert self._vectors is not None
+                norms = _row_norms(self._vectors)
+            norms[norms == 0] = 1.0
+            self._norm_cache = norms
+        return self._norm_cache
 
     def top_sentences(self, query: np.ndarray, m: int, exact: bool) -> tuple[np.ndarray, np.ndarray]:
         m = max(1, min(m, self.n_sentences))
@@ -302,10 +342,21 @@ class EmbeddedStore:
         return top.astype(np.int64), scores[top]
 
     def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def _row_norms(vectors: np.ndarray, block: int = 65536) -> np.ndarray:
+    out = np.empty(len(vectors), dtype=np.float32)
+    for begin in range(0, len(vectors), block):
+        part = np.asarray(vectors[begin : begin + block], dtype=np.float32)
+        out[begin : begin + block] = np.sqrt(np.einsum("ij,ij->i", part, part))
+    return out
 
 
 def _trigram_query(keyword_lower: str) -> str | None:
@@ -406,6 +457,8 @@ class GenerationWriter:
             hnsw.save(str(self.tmp / "vectors.usearch"))
         else:
             np.save(self.tmp / "vectors.npy", stored)
+            if stored.dtype != np.float32:
+                np.save(self.tmp / "vector_norms.npy", _row_norms(stored))
         self._counts = counts
 
     def commit(self, embedder: dict[str, object]) -> Manifest:
