@@ -7,13 +7,13 @@ or the Hugging Face hub, and are never loaded unless their size and sha256 match
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from arag.embedding import sha256_file
 from arag.errors import ConfigError
 
 
@@ -55,16 +55,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ARAG_CACHE_DIR") or Path.home() / ".cache" / "arag")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _matches(path: Path, model: GGUFModel) -> bool:
-    return path.is_file() and path.stat().st_size == model.size and _sha256(path) == model.sha256
+    return path.is_file() and path.stat().st_size == model.size and sha256_file(path) == model.sha256
 
 
 def _stamp(path: Path) -> str:

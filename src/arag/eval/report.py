@@ -95,17 +95,11 @@ def plots(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
                 marker="o",
                 label=f"{METHOD_LABELS.get(method, method)} / {dataset}",
             )
-    ax.set_xlabel("max_steps")
-    ax.set_ylabel("Contain-Acc (%)")
-    ax.set_title("Test-time scaling: accuracy vs max_steps")
-    ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
-    path = out_dir / "accuracy_vs_steps.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    written.append(path)
+    written.append(
+        _save(fig, ax, "max_steps", "Test-time scaling: accuracy vs max_steps", out_dir / "accuracy_vs_steps.png")
+    )
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in runs:
@@ -118,16 +112,25 @@ def plots(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
             (r.get("retrieved_tokens") or 0, 100 * r["contain_acc"]),
             fontsize=7,
         )
-    ax.set_xlabel("retrieved tokens per question")
+    written.append(
+        _save(
+            fig, ax, "retrieved tokens per question", "Accuracy vs retrieved tokens", out_dir / "accuracy_vs_tokens.png"
+        )
+    )
+    return written
+
+
+def _save(fig: Any, ax: Any, xlabel: str, title: str, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Contain-Acc (%)")
-    ax.set_title("Accuracy vs retrieved tokens")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
-    path = out_dir / "accuracy_vs_tokens.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    written.append(path)
-    return written
+    return path
 
 
 def write_report(run_dirs: list[Path], out_dir: Path) -> list[Path]:
