@@ -38,6 +38,24 @@ def completion(
     }
 
 
+def embeddings(texts: list[str] | str, dims: int = 8) -> dict[str, Any]:
+    """Deterministic /embeddings reply: letter counts folded into ``dims`` dimensions, in reverse order."""
+    items = [texts] if isinstance(texts, str) else texts
+    data = []
+    for index, text in enumerate(items):
+        vector = [0.0] * dims
+        for char in text.lower():
+            if char.isalpha():
+                vector[ord(char) % dims] += 1.0
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    return {
+        "object": "list",
+        "data": data[::-1],
+        "model": "scripted-embed",
+        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+    }
+
+
 class ScriptedServer:
     """Each POST to /v1/chat/completions pops the next queued reply: a completion dict, or (status, body)."""
 
@@ -45,6 +63,7 @@ class ScriptedServer:
         self.replies: list[Any] = []
         self.requests: list[dict[str, Any]] = []
         self.default: Any = None  # used when the queue is empty (e.g. a model that never stops)
+        self.embedding_requests: list[dict[str, Any]] = []
         self.delay_s = 0.0  # per request, to make a run slow enough to be killed mid-way
         server = self
 
@@ -53,8 +72,12 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if server.delay_s:
                     time.sleep(server.delay_s)
-                server.requests.append(body)
-                reply = server.replies.pop(0) if server.replies else server.default
+                if self.path.endswith("/embeddings"):
+                    server.embedding_requests.append(body)
+                    reply: Any = embeddings(body["input"])
+                else:
+                    server.requests.append(body)
+                    reply = server.replies.pop(0) if server.replies else server.default
                 status, payload, headers = 200, reply, {}
                 if isinstance(reply, tuple):
                     status, payload = reply[0], reply[1]

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arag.embedding import FakeEmbedder, OpenAIEmbedder, load_embedder
+from arag.errors import EmbedderError
+from arag.index import Index
+from arag.indexing import build_index
+from arag.settings import IndexSettings
+from conftest import FIXTURES
+from scripted_server import ScriptedServer
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
+def test_openai_compatible_embeddings_endpoint(
+    tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARAG_EMBED_BASE_URL", server.base_url)
+    embedder = load_embedder("openai:scripted-embed")
+    assert isinstance(embedder, OpenAIEmbedder) and embedder.dims == 8
+    vectors = embedder.embed_documents(["abc", "zzz", "abc"])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert np.allclose(vectors[0], vectors[2]) and not np.allclose(vectors[0], vectors[1])  # order kept
+    server.embedding_requests.clear()
+    build_index([FIXTURES / "guide.md"], tmp_path / "idx", IndexSettings(embedder="openai:scripted-embed", threads=1))
+    sent = [text for request in server.embedding_requests for text in request["input"]]
+    assert sent.count("dimension probe") == 1 and len(sent) == len(set(sent))  # each sentence sent once
+    index = Index.open(tmp_path / "idx")
+    assert index.manifest.embedder["dims"] == 8
+    assert index.semantic_search("Lothair", 1)[0].chunk_id == "guide.md#0"
+
+
+def test_unknown_embedder_and_mismatched_query_embedder(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="unknown embedder"):
+        load_embedder("word2vec")
+    build_index([FIXTURES / "guide.md"], tmp_path / "idx", IndexSettings(embedder="fake", threads=1))
+    index = Index.open(tmp_path / "idx", embedder=FakeEmbedder(dims=32))
+    with pytest.raises(EmbedderError, match="differs from the one that built the index"):
+        index.semantic_search("anything", 1)
+
+
+@pytest.mark.slow
+def test_default_minilm_offline_and_verified() -> None:
+    embedder = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=2)
+    assert embedder.dims == 384 and "8199be6f" in embedder.fingerprint
+    vectors = embedder.embed_documents(
+        ["A cat sat on the mat.", "A kitten was sitting on a rug.", "Quarterly revenue grew by 4 percent."]
+    )
+    similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert similar > 0.5 > unrelated
+    assert np.allclose(embedder.embed_query("A cat sat on the mat."), vectors[0], atol=1e-5)
