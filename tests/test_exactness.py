@@ -189,3 +189,19 @@ def test_keyword_search_unicode_case_folding_equals_brute_force(tmp_path: Path) 
         for top_k in (1, 2, 10):
             got = [(h.chunk_id, h.score, h.snippets) for h in index.keyword_search(keywords, top_k)]
             assert got == brute_keyword(index, keywords, top_k), keywords
+
+
+def test_opening_an_ann_index_then_loading_the_onnx_embedder_does_not_crash(tmp_path: Path) -> None:
+    """usearch then onnxruntime crashes the interpreter; the store imports them in the safe order."""
+    import subprocess
+    import sys
+
+    build_index([FIXTURES / "guide.md"], tmp_path / "idx", fake_settings(ann=True))
+    code = (
+        "from arag.index import Index; import sys; Index.open(sys.argv[1]).semantic_search_vector("
+        "__import__('numpy').ones(64, 'float32') / 8, 1, exact=False); import onnxruntime; print('alive')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "idx")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "alive", proc.stderr[-500:]

@@ -120,14 +120,12 @@ class EmbeddedStore:
             self._hnsw = None
             self._vectors: np.ndarray | None = None
             if self.manifest.ann:
-                from usearch.index import Index as UsearchIndex
-
-                hnsw = UsearchIndex.restore(str(self.path / "vectors.usearch"), view=True)
+                hnsw = usearch_index().Index.restore(str(self.path / "vectors.usearch"), view=True)
                 if hnsw is None:
                     raise IndexFormatError(f"index {index_dir} is damaged: vectors.usearch is unreadable")
                 self._hnsw = hnsw
                 # measured on 2wiki x10: the build-time default (64) gives recall@10 0.9; wider search is cheap
-                hnsw.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]  # stub lacks the setter
+                hnsw.expansion_search = HNSW_EXPANSION_SEARCH  # the stub lacks the setter; it exists at run time
             else:
                 self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
         except (OSError, ValueError) as exc:
@@ -326,13 +324,12 @@ class EmbeddedStore:
         assert self._vectors is not None
         scores = self.all_sentence_scores(query)
         if scores is None:
-            from usearch.index import MetricKind, search
-
-            matches = search(
+            ui = usearch_index()
+            matches = ui.search(
                 self._vectors,
                 _query_for(query, self.manifest.vector_dtype),
                 m,
-                MetricKind.Cos,
+                ui.MetricKind.Cos,
                 exact=True,
                 threads=self.threads,
             )
@@ -349,6 +346,18 @@ class EmbeddedStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def usearch_index():
+    """``usearch.index``, imported after onnxruntime: the other order crashes the process (segmentation
+    fault on ``import onnxruntime`` once usearch is loaded; usearch 2.26.6, onnxruntime 1.32.0)."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+    import usearch.index
+
+    return usearch.index
 
 
 def _row_norms(vectors: np.ndarray, block: int = 65536) -> np.ndarray:
@@ -447,9 +456,7 @@ class GenerationWriter:
         np.save(self.tmp / "sent_hash.npy", np.asarray(hashes, dtype=np.uint64))
         stored = vectors if vectors.dtype != np.float32 or dtype == "f32" else quantize(vectors, dtype)
         if ann:
-            from usearch.index import Index as UsearchIndex
-
-            hnsw = UsearchIndex(
+            hnsw = usearch_index().Index(
                 ndim=stored.shape[1], metric="cos", dtype=dtype, connectivity=16, expansion_add=128, expansion_search=64
             )
             if len(stored):
