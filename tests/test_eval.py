@@ -301,3 +301,25 @@ def test_retrieval_metrics(tmp_path: Path, server: ScriptedServer) -> None:
     metrics = json.loads(proc.stdout)
     assert metrics["format"] == "arag" and metrics["questions_with_gold_in_corpus"] == 3
     assert 0.0 <= metrics["recall@5_semantic"] <= 1.0 and metrics["recall@5_keyword_entities"] == 1.0
+
+
+def test_hub_dataset_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from arag.errors import ConfigError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(ConfigError, match="pass a local folder"):
+        load_dataset("hf:Ayanami0730/rag_test/2wikimultihopqa")
+
+
+def test_dataset_errors(tmp_path: Path) -> None:
+    from arag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not a folder"):
+        load_dataset(tmp_path / "missing")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(ConfigError, match=r"no questions\.json"):
+        load_dataset(tmp_path / "d")
+    (tmp_path / "d" / "questions.json").write_text('[{"id": 1}]')
+    with pytest.raises(ConfigError, match='no "question" text'):
+        load_dataset(tmp_path / "d")
