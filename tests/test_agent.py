@@ -45,6 +45,10 @@ def test_search_read_answer(hippo_index: Index, server: ScriptedServer) -> None:
     assert "Lothair II#0" in result.trajectory[0].observation
     assert result.retrieved_tokens == sum(s.retrieved_tokens for s in result.trajectory) > 0
     assert result.usage.calls == 3 and result.usage.prompt_tokens == 300 and result.usage.cached_tokens == 120
+    assert [(c["prompt_tokens"], c["completion_tokens"], c["cached_tokens"]) for c in result.model_calls] == [
+        (100, 10, 40)
+    ] * 3
+    assert all(c["latency_s"] >= 0 for c in result.model_calls)
     assert result.cost == pytest.approx((300 * 0.15 + 30 * 0.60) / 1e6)
     # the conversation the model saw: tools offered, tool results answered by id, steps left announced
     first, second, third = server.requests

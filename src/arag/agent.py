@@ -46,6 +46,7 @@ class AgentResult:
     error: str | None = None
     read_chunks: list[str] = field(default_factory=list)
     seen_chunks: list[str] = field(default_factory=list)
+    model_calls: list[dict[str, Any]] = field(default_factory=list)  # usage and latency of each model call
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -120,6 +121,7 @@ class Agent:
         started = time.perf_counter()
         toolkit = Toolkit(self.index, enabled=self.settings.tools)
         usage, trajectory = Usage(), []
+        model_calls: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self._system(toolkit)},
             {"role": "user", "content": f"Question: {question}"},
@@ -130,7 +132,7 @@ class Agent:
                 if usage.total_tokens >= self.settings.token_budget:
                     stop = "token_budget"
                     break
-                turn = self._ask(messages, toolkit, usage, final=False, first=step == 0)
+                turn = self._ask(messages, toolkit, usage, model_calls, final=False, first=step == 0)
                 calls, answer, thought = self._parse(turn)
                 if not calls and answer:
                     stop = "answered"
@@ -192,7 +194,7 @@ class Agent:
                         "have gathered, citing chunks as [chunk ID].",
                     }
                 )
-                answer = self._parse(self._ask(messages, toolkit, usage, final=True))[1]
+                answer = self._parse(self._ask(messages, toolkit, usage, model_calls, final=True))[1]
         except LLMError as exc:
             stop, error = "error", str(exc)
         return AgentResult(
@@ -209,6 +211,7 @@ class Agent:
             error,
             sorted(toolkit.tracker.read_ids),
             sorted(toolkit.tracker.seen_ids),
+            model_calls,
         )
 
     # ------------------------------------------------------------------ helpers
@@ -234,8 +237,15 @@ class Agent:
         return text
 
     def _ask(
-        self, messages: list[dict[str, Any]], toolkit: Toolkit, usage: Usage, final: bool, first: bool = False
+        self,
+        messages: list[dict[str, Any]],
+        toolkit: Toolkit,
+        usage: Usage,
+        model_calls: list[dict[str, Any]],
+        final: bool,
+        first: bool = False,
     ) -> ChatTurn:
+        started = time.perf_counter()
         if self.json_actions:
             # A small model answers from memory unless its first action must be a retrieval.
             fmt = action_schema(None if final else toolkit, allow_answer=not first)
@@ -247,6 +257,14 @@ class Agent:
                 parallel_tool_calls=None if final else self.settings.parallel_tool_calls,
             )
         usage.add(turn.usage)
+        model_calls.append(
+            {
+                "prompt_tokens": turn.usage.prompt_tokens,
+                "completion_tokens": turn.usage.completion_tokens,
+                "cached_tokens": turn.usage.cached_tokens,
+                "latency_s": round(time.perf_counter() - started, 4),
+            }
+        )
         messages.append(turn.message)
         return turn
 
