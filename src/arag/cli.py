@@ -40,10 +40,13 @@ def _settings(config: Path | None, overrides: dict[str, Any] | None = None):
     return load_settings(config, overrides)
 
 
-def _open_index(index: Path, threads: int | None = None):
+def _open_index(index: Path, threads: int | None = None, expansion_search: int | None = None):
     from arag.index import Index
 
-    return Index.open(index, threads=threads or 2)
+    settings = _settings(None).index  # ARAG_INDEX__THREADS, ARAG_INDEX__ANN_EXPANSION_SEARCH
+    return Index.open(
+        index, threads=threads or settings.threads, expansion_search=expansion_search or settings.ann_expansion_search
+    )
 
 
 @app.command()
@@ -145,10 +148,12 @@ def search_semantic(
     index_dir: IndexOpt,
     top_k: Annotated[int, typer.Option("--top-k", "-k")] = 5,
     approximate: Annotated[bool, typer.Option("--approximate", help="Use the HNSW index (needs --ann).")] = False,
+    expansion_search: Annotated[int | None, typer.Option(help="HNSW search breadth (with --approximate).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Semantic search: chunk score = its best sentence's cosine."""
-    _print_hits(_open_index(index_dir).semantic_search(query, top_k, exact=not approximate), as_json)
+    idx = _open_index(index_dir, expansion_search=expansion_search)
+    _print_hits(idx.semantic_search(query, top_k, exact=not approximate), as_json)
 
 
 @app.command()

@@ -54,8 +54,12 @@ class Index:
         self.threads = threads
 
     @classmethod
-    def open(cls, index_dir: str | Path, embedder: Embedder | None = None, threads: int = 2) -> Index:
-        return cls(EmbeddedStore(Path(index_dir), threads=threads), embedder, threads)
+    def open(
+        cls, index_dir: str | Path, embedder: Embedder | None = None, threads: int = 2, expansion_search: int = 1024
+    ) -> Index:
+        return cls(
+            EmbeddedStore(Path(index_dir), threads=threads, expansion_search=expansion_search), embedder, threads
+        )
 
     @property
     def manifest(self):

@@ -46,6 +46,12 @@ class IndexSettings(BaseModel):
         "f32", description="Storage precision of sentence vectors; f16/i8 shrink large indexes 2x/4x."
     )
     ann: bool = Field(False, description="Also build an HNSW index (usearch) for approximate semantic search.")
+    ann_expansion_search: int = Field(
+        1024,
+        ge=16,
+        le=65536,
+        description="HNSW search breadth at query time: higher is slower and more exact (see docs/benchmarks.md).",
+    )
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Sentences per embedding batch.")
     threads: int = Field(
         default_factory=lambda: max(1, min(2, os.cpu_count() or 1)),

@@ -37,18 +37,18 @@ def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None 
                 str(dataset.corpus.resolve()),
                 stat.st_size,
                 int(stat.st_mtime),
-                settings.model_dump(mode="json", exclude={"threads", "embed_batch_size"}),
+                settings.model_dump(mode="json", exclude={"threads", "embed_batch_size", "ann_expansion_search"}),
             ]
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         index_dir = cache_dir() / "indexes" / f"{dataset.name}-{dataset.format}-{digest}"
     if (index_dir / "manifest.json").exists():
         try:
-            return Index.open(index_dir, threads=settings.threads)
+            return Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
         except IndexFormatError:
             pass  # built by another a-rag version: a cache entry, so rebuild it
     build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
-    return Index.open(index_dir, threads=settings.threads)
+    return Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
 
 
 def select_questions(questions: list[Question], limit: int | None, seed: int | None) -> list[Question]:

@@ -36,7 +36,7 @@ from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, Manifest
 
 MANIFEST = "manifest.json"
 I8_SCALE = 127.0
-HNSW_EXPANSION_SEARCH = 256
+HNSW_EXPANSION_SEARCH = 1024  # measured at x100: same-content recall@10 0.92 at 8.7 ms (256: 0.80 at 5.2 ms)
 _SCHEMA = """
 CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
                    title TEXT, content_hash TEXT NOT NULL);
@@ -104,7 +104,7 @@ def dequantize(vectors: np.ndarray) -> np.ndarray:
 class EmbeddedStore:
     """Read side of the embedded store. Opening is cheap: arrays are memory-mapped."""
 
-    def __init__(self, index_dir: Path, threads: int = 2) -> None:
+    def __init__(self, index_dir: Path, threads: int = 2, expansion_search: int = HNSW_EXPANSION_SEARCH) -> None:
         self.index_dir = Path(index_dir)
         self.manifest = read_manifest(self.index_dir)
         self.path = _generation_dir(self.index_dir, self.manifest.generation)
@@ -124,8 +124,7 @@ class EmbeddedStore:
                 if hnsw is None:
                     raise IndexFormatError(f"index {index_dir} is damaged: vectors.usearch is unreadable")
                 self._hnsw = hnsw
-                # measured on 2wiki x10: the build-time default (64) gives recall@10 0.9; wider search is cheap
-                hnsw.expansion_search = HNSW_EXPANSION_SEARCH  # the stub lacks the setter; it exists at run time
+                hnsw.expansion_search = expansion_search  # the stub lacks the setter; it exists at run time
             else:
                 self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
         except (OSError, ValueError) as exc:
@@ -317,8 +316,9 @@ class EmbeddedStore:
         if self.n_sentences == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         if self._hnsw is not None:
+            # one graph walk gains nothing from a second thread (measured: 0.85 ms with 1, 2.3 ms with 2)
             matches = self._hnsw.search(
-                _query_for(query, self.manifest.vector_dtype), m, exact=exact, threads=self.threads
+                _query_for(query, self.manifest.vector_dtype), m, exact=exact, threads=self.threads if exact else 1
             )
             return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
         assert self._vectors is not None
