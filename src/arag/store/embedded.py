@@ -24,6 +24,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -45,7 +46,9 @@ CREATE TABLE chunks (row INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc
                      text_lower TEXT);  -- only where SQLite's ASCII lower() differs from str.lower()
 CREATE VIRTUAL TABLE chunk_fts USING fts5(text_lower, content='', tokenize='trigram case_sensitive 1',
                                           detail=none);
+CREATE TABLE trigram_df (trigram TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
+KEYWORD_TRIGRAMS = 4  # the rarest few trigrams select almost as well as all of them, at a fraction of the cost
 
 
 def read_manifest(index_dir: Path) -> Manifest:
@@ -113,6 +116,7 @@ class EmbeddedStore:
         self.threads = threads
         self._local = threading.local()
         self._executor: ThreadPoolExecutor | None = None
+        self._has_trigram_df: bool | None = None
         self._norm_cache: np.ndarray | None = None
         try:
             self._offsets = np.load(self.path / "sent_offsets.npy", mmap_mode="r")
@@ -241,19 +245,40 @@ class EmbeddedStore:
         for keyword, low in zip(keywords, lowered, strict=True):
             terms.append("((length(t) - length(replace(t, ?, ''))) / length(?)) * ?")
             params += [low, low, len(keyword)]
-        matches = [_trigram_query(low) for low in lowered]
+        matches = [self._trigram_match(low) for low in lowered]
         if any(m is None for m in matches):  # shorter than a trigram: every chunk is a candidate
             source = "SELECT row, coalesce(text_lower, lower(text)) AS t FROM chunks"
             source_params: list[object] = []
         else:
-            union = " UNION ".join("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?" for _ in matches)
+            possible = [m for m in matches if m != ""]  # "" = a trigram no chunk has: the keyword matches nothing
+            if not possible:
+                return []
+            union = " UNION ".join("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?" for _ in possible)
             source = f"SELECT row, coalesce(text_lower, lower(text)) AS t FROM chunks WHERE row IN ({union})"
-            source_params = list(matches)
+            source_params = list(possible)
         sql = (
             f"SELECT row, score FROM (SELECT row, {' + '.join(terms)} AS score FROM ({source})) "
             "WHERE score > 0 ORDER BY score DESC, row ASC LIMIT ?"
         )
         return [(int(r), int(sc)) for r, sc in self._db.execute(sql, [*params, *source_params, top_k])]
+
+    def _trigram_match(self, keyword_lower: str) -> str | None:
+        """FTS5 query for the keyword's rarest trigrams (a superset of the chunks containing it); None if the
+        keyword is shorter than a trigram; "" if one of its trigrams occurs in no chunk."""
+        trigrams = list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
+        if not trigrams:
+            return None
+        if self._has_trigram_df is None:
+            self._has_trigram_df = bool(
+                self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'trigram_df'").fetchone()
+            )
+        if self._has_trigram_df:
+            marks = ",".join("?" * len(trigrams))
+            df = dict(self._db.execute(f"SELECT trigram, df FROM trigram_df WHERE trigram IN ({marks})", trigrams))
+            if len(df) < len(trigrams):
+                return ""
+            trigrams = sorted(trigrams, key=lambda t: df[t])[:KEYWORD_TRIGRAMS]
+        return _trigram_query("".join(trigrams), trigrams)
 
     def sentence_ranges(self) -> np.ndarray:
         return self._offsets
@@ -368,9 +393,10 @@ def _row_norms(vectors: np.ndarray, block: int = 65536) -> np.ndarray:
     return out
 
 
-def _trigram_query(keyword_lower: str) -> str | None:
-    """An FTS5 query matching every chunk that contains ``keyword_lower`` (a superset), or None if too short."""
-    trigrams = list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
+def _trigram_query(keyword_lower: str, chosen: list[str] | None = None) -> str | None:
+    """An FTS5 query matching every chunk that contains ``keyword_lower`` (a superset), or None if too short.
+    ``chosen`` picks the trigrams to require (any subset of the keyword's trigrams keeps the superset)."""
+    trigrams = chosen or list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
     if not trigrams:
         return None
     if len(trigrams) > 12:  # a subset of the trigrams still gives a superset of the matches
@@ -406,6 +432,7 @@ class GenerationWriter:
         self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         self._doc_rows: dict[str, int] = {}
         self._n_chunks = 0
+        self._trigram_df: Counter[str] = Counter()
 
     def add_document(self, doc: DocumentRecord) -> None:
         cursor = self._db.execute(
@@ -421,6 +448,7 @@ class GenerationWriter:
         rows = []
         for i, (cid, ordinal, text, n_tok) in enumerate(chunks):
             lower = text.lower()
+            self._trigram_df.update({lower[j : j + 3] for j in range(len(lower) - 2)})
             rows.append((first + i, cid, doc_row, ordinal, n_tok, text, None if lower == _ascii_lower(text) else lower))
         self._db.executemany(
             "INSERT INTO chunks (row, chunk_id, doc_row, ordinal, n_tokens, text, text_lower) "
@@ -446,6 +474,7 @@ class GenerationWriter:
         progress=None,
     ) -> None:
         """Write the sentence arrays and the vectors (already L2-normalised float32 or pre-quantized)."""
+        self._db.executemany("INSERT INTO trigram_df (trigram, df) VALUES (?, ?)", self._trigram_df.items())
         try:
             self._db.commit()
         except sqlite3.IntegrityError as exc:
