@@ -140,6 +140,8 @@ def test_runner_end_to_end_for_every_method(tmp_path: Path, server: ScriptedServ
     } <= set(record)
     assert record["id"] == "q1" and record["contain_acc"] == 1.0 and record["llm_acc"] == 1.0
     assert record["stop_reason"] == "answered"
+    if METHODS[method] is not None:  # agent methods record every model call
+        assert len(record["model_calls"]) == record["usage"]["calls"] >= 2
     summary = json.loads((out / "summary.json").read_text())
     assert summary["questions"] == 1 and summary["contain_acc"] == 1.0 and summary["method"] == method
     if method == "direct":

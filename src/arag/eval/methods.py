@@ -42,6 +42,7 @@ class MethodOutput:
     read_chunks: list[str] = field(default_factory=list)
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Method:
@@ -133,6 +134,7 @@ class AgentMethod(Method):
                 for s in result.trajectory
             ],
             result.error,
+            result.model_calls,
         )
 
 

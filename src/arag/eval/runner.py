@@ -197,6 +197,7 @@ def run_eval(
             "stop_reason": output.stop_reason,
             "latency_s": round(time.perf_counter() - t0, 3),
             "usage": output.usage.to_dict(),
+            "model_calls": output.model_calls,
             "cost": output.cost,
             "retrieval_recall": gold.recall(question, output.retrieved_chunks),
             "read_recall": gold.recall(question, output.read_chunks),
