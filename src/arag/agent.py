@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
-from arag.chunking import count_tokens
 from arag.errors import LLMError
 from arag.index import Index
 from arag.llm import ChatModel, ChatTurn, Usage
@@ -326,7 +325,3 @@ def _json_object(text: str) -> Any:
         except (json.JSONDecodeError, ValueError):
             continue
     return None
-
-
-def estimate_tokens(messages: list[dict[str, Any]]) -> int:
-    return sum(count_tokens(str(m.get("content") or "")) for m in messages)

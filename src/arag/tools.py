@@ -136,7 +136,7 @@ class Toolkit:
         if len(ids) > MAX_READ:
             notes = f"(only the first {MAX_READ} of {len(ids)} ids were read)\n"
             ids = ids[:MAX_READ]
-        found, missing = self.index.read(ids)
+        found, _missing = self.index.read(ids)  # unknown ids are reported inline, in the order asked
         by_id = {r.chunk_id: r for r in found}
         parts = []
         for chunk_id in dict.fromkeys(ids):
@@ -152,7 +152,6 @@ class Toolkit:
             self.tracker.seen_ids.add(chunk_id)
             self._shown.append(chunk_id)
             parts.append(f"[chunk {chunk_id}] ({neighbours})\n{record.text.strip()}")
-        del missing  # reported inline above, in the order asked
         return notes + "\n\n".join(parts)
 
     # ------------------------------------------------------------------ helpers
