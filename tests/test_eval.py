@@ -74,8 +74,8 @@ def server() -> Iterator[ScriptedServer]:
     scripted.close()
 
 
-def run_cli(*args: str, server: ScriptedServer, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {
+def cli_env(server: ScriptedServer, cache: Path) -> dict[str, str]:
+    return {
         "PATH": "/usr/bin:/bin",
         "ARAG_BASE_URL": server.base_url,
         "ARAG_API_KEY": "k",
@@ -83,8 +83,15 @@ def run_cli(*args: str, server: ScriptedServer, cache: Path, timeout: float = 30
         "ARAG_CACHE_DIR": str(cache),
         "ARAG_INDEX__EMBEDDER": "fake",
     }
+
+
+def run_cli(*args: str, server: ScriptedServer, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "arag", *args], capture_output=True, text=True, env=env, timeout=timeout
+        [sys.executable, "-m", "arag", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(server, cache),
+        timeout=timeout,
     )
 
 
@@ -172,13 +179,7 @@ def test_resume_after_kill_has_no_loss_or_duplicates(tmp_path: Path, server: Scr
     server.default = completion("Waldrada")
     server.delay_s = 0.15
     out = tmp_path / "run"
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "ARAG_BASE_URL": server.base_url,
-        "ARAG_MODEL": "m",
-        "ARAG_CACHE_DIR": str(tmp_path / "cache"),
-        "ARAG_INDEX__EMBEDDER": "fake",
-    }
+    env = cli_env(server, tmp_path / "cache")
     args = [
         sys.executable,
         "-m",

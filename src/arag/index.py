@@ -17,7 +17,7 @@ import numpy as np
 from arag.embedding import Embedder, load_embedder
 from arag.errors import EmbedderError
 from arag.store import ChunkRecord, Store
-from arag.store.embedded import EmbeddedStore
+from arag.store.embedded import HNSW_EXPANSION_SEARCH, EmbeddedStore
 
 SEMANTIC_SNIPPETS = 3
 
@@ -55,7 +55,11 @@ class Index:
 
     @classmethod
     def open(
-        cls, index_dir: str | Path, embedder: Embedder | None = None, threads: int = 2, expansion_search: int = 1024
+        cls,
+        index_dir: str | Path,
+        embedder: Embedder | None = None,
+        threads: int = 2,
+        expansion_search: int = HNSW_EXPANSION_SEARCH,
     ) -> Index:
         return cls(
             EmbeddedStore(Path(index_dir), threads=threads, expansion_search=expansion_search), embedder, threads

@@ -270,13 +270,13 @@ class EmbeddedStore:
             self._has_trigram_df = bool(
                 self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'trigram_df'").fetchone()
             )
-        if self._has_trigram_df:
-            marks = ",".join("?" * len(trigrams))
-            df = dict(self._db.execute(f"SELECT trigram, df FROM trigram_df WHERE trigram IN ({marks})", trigrams))
-            if len(df) < len(trigrams):
-                return ""
-            trigrams = sorted(trigrams, key=lambda t: df[t])[:KEYWORD_TRIGRAMS]
-        return _trigram_query("".join(trigrams), trigrams)
+        if not self._has_trigram_df:
+            return _trigram_query(keyword_lower)
+        marks = ",".join("?" * len(trigrams))
+        df = dict(self._db.execute(f"SELECT trigram, df FROM trigram_df WHERE trigram IN ({marks})", trigrams))
+        if len(df) < len(trigrams):
+            return ""
+        return _fts_all_of(sorted(trigrams, key=lambda t: df[t])[:KEYWORD_TRIGRAMS])
 
     def sentence_ranges(self) -> np.ndarray:
         return self._offsets
@@ -391,15 +391,19 @@ def _row_norms(vectors: np.ndarray, block: int = 65536) -> np.ndarray:
     return out
 
 
-def _trigram_query(keyword_lower: str, chosen: list[str] | None = None) -> str | None:
+def _trigram_query(keyword_lower: str) -> str | None:
     """An FTS5 query matching every chunk that contains ``keyword_lower`` (a superset), or None if too short.
-    ``chosen`` picks the trigrams to require (any subset of the keyword's trigrams keeps the superset)."""
-    trigrams = chosen or list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
+    Used for indexes without trigram frequencies: 12 trigrams spread over the keyword."""
+    trigrams = list(dict.fromkeys(keyword_lower[i : i + 3] for i in range(len(keyword_lower) - 2)))
     if not trigrams:
         return None
     if len(trigrams) > 12:  # a subset of the trigrams still gives a superset of the matches
         step = len(trigrams) / 12
         trigrams = [trigrams[int(i * step)] for i in range(12)] + [trigrams[-1]]
+    return _fts_all_of(trigrams)
+
+
+def _fts_all_of(trigrams: list[str]) -> str:
     return " AND ".join('"' + t.replace('"', '""') + '"' for t in trigrams)
 
 
