@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,15 @@ from arag.indexing import build_index
 from arag.settings import IndexSettings
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Derived model files go to a per-session directory, never the user's cache."""
+    path = tmp_path_factory.mktemp("arag-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARAG_CACHE_DIR", str(path))
+        yield path
 
 
 def fake_settings(**kwargs) -> IndexSettings:

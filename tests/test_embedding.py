@@ -52,10 +52,34 @@ def test_unknown_embedder_and_mismatched_query_embedder(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_default_minilm_offline_and_verified() -> None:
     embedder = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=2)
-    assert embedder.dims == 384 and "8199be6f" in embedder.fingerprint
+    assert embedder.dims == 384 and embedder.fingerprint.endswith("+int8-v1")
     vectors = embedder.embed_documents(
         ["A cat sat on the mat.", "A kitten was sitting on a rug.", "Quarterly revenue grew by 4 percent."]
     )
     similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
     assert similar > 0.5 > unrelated
     assert np.allclose(embedder.embed_query("A cat sat on the mat."), vectors[0], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_built_encoder_is_cached_verified_and_rebuilt_when_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arag import bert_int8
+
+    monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path / "cache"))
+    first = load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?")
+    cached = list((tmp_path / "cache" / "models").glob("*.onnx"))
+    assert len(cached) == 1 and cached[0].with_suffix(".sha256").is_file()
+
+    builds = []
+    real_build = bert_int8.build_encoder
+    monkeypatch.setattr(bert_int8, "build_encoder", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+    assert np.allclose(load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?"), first)
+    assert builds == []  # served from the cache
+    cached[0].write_bytes(cached[0].read_bytes()[:-10] + b"0123456789")  # damaged in place
+    assert np.allclose(load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?"), first)
+    assert builds == [1]  # the digest no longer matched: rebuilt, not trusted
+
+    monkeypatch.setenv("ARAG_CACHE_DIR", "/proc/no-such-dir")  # unwritable: still works, built in memory
+    assert np.allclose(load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?"), first)

