@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from arag.embedding import load_embedder
 from arag.eval.runner import question_entities
 from arag.index import Index
 from arag.indexing import build_index
 from arag.settings import IndexSettings
-from arag.store import DocumentRecord
+from arag.store import FORMAT_VERSION, DocumentRecord, ivf
 from arag.store.embedded import EmbeddedStore, GenerationWriter
 
 
@@ -103,12 +104,16 @@ def main() -> None:
     parser.add_argument("--dtype", default="i8", help="vector dtype of scaled copies")
     parser.add_argument("--write-only", action="store_true", help="only build the scaled copies, measure nothing")
     parser.add_argument("--ann", choices=["both", "off", "only"], default="both", help="which variants to run")
+    parser.add_argument(
+        "--probes", type=int, action="append", default=None, help="IVF lists to scan; repeat for a trade-off table"
+    )
     args = parser.parse_args()
     scales = args.scale or [1, 10]
     args.work.mkdir(parents=True, exist_ok=True)
     base_dir = args.work / "base"
-    if not (base_dir / "manifest.json").exists():
+    if not _current(base_dir, load_embedder(IndexSettings().embedder).fingerprint):
         started = time.perf_counter()
+        shutil.rmtree(base_dir, ignore_errors=True)
         report = build_index([args.data / "chunks.json"], base_dir, IndexSettings(threads=2), rebuild=True)
         elapsed = time.perf_counter() - started
         print(
@@ -121,10 +126,11 @@ def main() -> None:
     keyword_queries = [question_entities(q["question"]) or q["question"].split()[:2] for q in questions]
     query_vectors = base.embedder.embed_documents([q["question"] for q in questions])
     rows = []
+    breadth: list[tuple[int, int, float, float, float, float]] = []
     for scale in scales:
         for ann in {"both": (False, True), "off": (False,), "only": (True,)}[args.ann]:
             target = args.work / f"x{scale}{'-ann' if ann else ''}"
-            if not (target / "manifest.json").exists():
+            if not _current(target, base.manifest.embedder["fingerprint"]):
                 shutil.rmtree(target, ignore_errors=True)
                 started = time.perf_counter()
                 # in a child process, so that this process's peak RSS is that of opening and searching
@@ -139,8 +145,9 @@ def main() -> None:
                 print(f"x{scale} ann={ann}: written in {time.perf_counter() - started:.1f}s")
             if args.write_only:
                 continue
+            probes = sorted(args.probes or [ivf.DEFAULT_PROBES])
             started = time.perf_counter()
-            index = Index.open(target)
+            index = Index.open(target, probes=probes[-1] if ann else ivf.DEFAULT_PROBES)
             open_s = time.perf_counter() - started
             # one untimed pass first: the index is memory-mapped, and a long-running agent or server is warm
             for keywords, vector in zip(keyword_queries, query_vectors, strict=True):
@@ -156,16 +163,13 @@ def main() -> None:
                 sem.append(time.perf_counter() - t)
             recall = content_recall = None
             if ann:
-                hits = content_hits = total = 0
-                for vector in query_vectors:
-                    exact = [h.chunk_id for h in index.semantic_search_vector(vector, 10, exact=True)]
-                    approx = [h.chunk_id for h in index.semantic_search_vector(vector, 10, exact=False)]
-                    hits += len(set(exact) & set(approx))
-                    # copies of one chunk have near-identical scores: also count a hit on the same content
-                    base = {c.rsplit("_", 1)[0] for c in approx}
-                    content_hits += sum(1 for c in exact if c.rsplit("_", 1)[0] in base)
-                    total += len(exact)
-                recall, content_recall = hits / total, content_hits / total
+                exact_top = [
+                    [h.chunk_id for h in index.semantic_search_vector(v, 10, exact=True)] for v in query_vectors
+                ]
+                for probe in probes:  # largest last: its figures go in the main table
+                    index.store.probes = probe  # type: ignore[attr-defined]
+                    recall, content_recall, p50, p95 = ann_quality(index, query_vectors, exact_top)
+                    breadth.append((scale, probe, recall, content_recall, p50, p95))
             # brute force baselines in the same run, on the same data
             texts = [r.text for r in index.store.iter_chunks()]
             offsets = np.asarray(index.store.sentence_ranges())
@@ -222,6 +226,40 @@ def main() -> None:
     print("|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(f"{row[h]:.1f}" if isinstance(row[h], float) else str(row[h]) for h in header) + " |")
+    if breadth:
+        print("\n| scale | probes | recall@10 (chunk id) | recall@10 (same content) | p50 ms | p95 ms |")
+        print("|---|---|---|---|---|---|")
+        for scale, probe, recall, content, p50, p95 in breadth:
+            print(f"| {scale} | {probe} | {recall:.3f} | {content:.3f} | {p50:.1f} | {p95:.1f} |")
+
+
+def _current(index_dir: Path, fingerprint: str) -> bool:
+    """Whether ``index_dir`` holds an index of this a-rag's format built with ``fingerprint``."""
+    try:
+        manifest = json.loads((index_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest.get("format_version") == FORMAT_VERSION and manifest["embedder"].get("fingerprint") == fingerprint
+
+
+def ann_quality(
+    index: Index, query_vectors: np.ndarray, exact_top: list[list[str]]
+) -> tuple[float, float, float, float]:
+    """Recall@10 of approximate search against exact (by chunk id, and by content: copies of one chunk are
+    near-ties), and its p50/p95 latency in ms (after one untimed pass)."""
+    for vector in query_vectors:
+        index.semantic_search_vector(vector, 10, exact=False)
+    hits = content_hits = total = 0
+    times = []
+    for vector, exact in zip(query_vectors, exact_top, strict=True):
+        started = time.perf_counter()
+        approx = [h.chunk_id for h in index.semantic_search_vector(vector, 10, exact=False)]
+        times.append(time.perf_counter() - started)
+        hits += len(set(exact) & set(approx))
+        contents = {c.rsplit("_", 1)[0] for c in approx}
+        content_hits += sum(1 for c in exact if c.rsplit("_", 1)[0] in contents)
+        total += len(exact)
+    return hits / total, content_hits / total, pct(times, 50), pct(times, 95)
 
 
 if __name__ == "__main__":

@@ -40,13 +40,11 @@ def _settings(config: Path | None, overrides: dict[str, Any] | None = None):
     return load_settings(config, overrides)
 
 
-def _open_index(index: Path, threads: int | None = None, expansion_search: int | None = None):
+def _open_index(index: Path, threads: int | None = None, probes: int | None = None):
     from arag.index import Index
 
-    settings = _settings(None).index  # ARAG_INDEX__THREADS, ARAG_INDEX__ANN_EXPANSION_SEARCH
-    return Index.open(
-        index, threads=threads or settings.threads, expansion_search=expansion_search or settings.ann_expansion_search
-    )
+    settings = _settings(None).index  # ARAG_INDEX__THREADS, ARAG_INDEX__ANN_PROBES
+    return Index.open(index, threads=threads or settings.threads, probes=probes or settings.ann_probes)
 
 
 @app.command()
@@ -56,7 +54,9 @@ def index(
     chunk_tokens: Annotated[int | None, typer.Option(help="Target tokens per chunk (default 1000).")] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder spec (see docs).")] = None,
     vector_dtype: Annotated[str | None, typer.Option(help="f32, f16 or i8.")] = None,
-    ann: Annotated[bool | None, typer.Option("--ann/--no-ann", help="Build an HNSW index too.")] = None,
+    ann: Annotated[
+        bool | None, typer.Option("--ann/--no-ann", help="Also build an IVF index for approximate search.")
+    ] = None,
     threads: Annotated[int | None, typer.Option(help="CPU threads.")] = None,
     rebuild: Annotated[bool, typer.Option(help="Start a new index instead of adding to it.")] = False,
     config: ConfigOpt = None,
@@ -147,12 +147,14 @@ def search_semantic(
     query: Annotated[str, typer.Argument(help="Natural-language query.")],
     index_dir: IndexOpt,
     top_k: Annotated[int, typer.Option("--top-k", "-k")] = 5,
-    approximate: Annotated[bool, typer.Option("--approximate", help="Use the HNSW index (needs --ann).")] = False,
-    expansion_search: Annotated[int | None, typer.Option(help="HNSW search breadth (with --approximate).")] = None,
+    approximate: Annotated[
+        bool, typer.Option("--approximate", help="Scan only the nearest IVF lists (index built with --ann).")
+    ] = False,
+    probes: Annotated[int | None, typer.Option(help="IVF lists scanned (with --approximate).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Semantic search: chunk score = its best sentence's cosine."""
-    idx = _open_index(index_dir, expansion_search=expansion_search)
+    idx = _open_index(index_dir, probes=probes)
     _print_hits(idx.semantic_search(query, top_k, exact=not approximate), as_json)
 
 

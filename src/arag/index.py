@@ -16,8 +16,8 @@ import numpy as np
 
 from arag.embedding import Embedder, load_embedder
 from arag.errors import EmbedderError
-from arag.store import ChunkRecord, Store
-from arag.store.embedded import HNSW_EXPANSION_SEARCH, EmbeddedStore
+from arag.store import ChunkRecord, Store, ivf
+from arag.store.embedded import EmbeddedStore
 
 SEMANTIC_SNIPPETS = 3
 
@@ -59,11 +59,9 @@ class Index:
         index_dir: str | Path,
         embedder: Embedder | None = None,
         threads: int = 2,
-        expansion_search: int = HNSW_EXPANSION_SEARCH,
+        probes: int = ivf.DEFAULT_PROBES,
     ) -> Index:
-        return cls(
-            EmbeddedStore(Path(index_dir), threads=threads, expansion_search=expansion_search), embedder, threads
-        )
+        return cls(EmbeddedStore(Path(index_dir), threads=threads, probes=probes), embedder, threads)
 
     @property
     def manifest(self):

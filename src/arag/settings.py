@@ -45,12 +45,15 @@ class IndexSettings(BaseModel):
     vector_dtype: Literal["f32", "f16", "i8"] = Field(
         "f32", description="Storage precision of sentence vectors; f16/i8 shrink large indexes 2x/4x."
     )
-    ann: bool = Field(False, description="Also build an HNSW index (usearch) for approximate semantic search.")
-    ann_expansion_search: int = Field(
-        1024,
-        ge=16,
+    ann: bool = Field(
+        False,
+        description="Also build an inverted-file (IVF) index, ~2.6·sqrt(sentences) lists, for approximate search.",
+    )
+    ann_probes: int = Field(
+        128,
+        ge=1,
         le=65536,
-        description="HNSW search breadth at query time: higher is slower and more exact (see docs/benchmarks.md).",
+        description="IVF lists scanned per approximate query: higher is slower and more exact (docs/benchmarks.md).",
     )
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Sentences per embedding batch.")
     threads: int = Field(

@@ -38,7 +38,7 @@ def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None 
                 str(dataset.corpus.resolve()),
                 stat.st_size,
                 int(stat.st_mtime),
-                settings.model_dump(mode="json", exclude={"threads", "embed_batch_size", "ann_expansion_search"}),
+                settings.model_dump(mode="json", exclude={"threads", "embed_batch_size", "ann_probes"}),
             ]
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
@@ -46,14 +46,14 @@ def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None 
     if (index_dir / "manifest.json").exists():
         # a cache entry built by another a-rag version or embedder is rebuilt, not an error
         with contextlib.suppress(IndexFormatError):
-            index = Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
+            index = Index.open(index_dir, threads=settings.threads, probes=settings.ann_probes)
             try:
                 index.embedder  # noqa: B018 - loads the embedder and checks it built the index
                 return index
             except EmbedderError:
                 index.close()
     build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
-    return Index.open(index_dir, threads=settings.threads, expansion_search=settings.ann_expansion_search)
+    return Index.open(index_dir, threads=settings.threads, probes=settings.ann_probes)
 
 
 def select_questions(questions: list[Question], limit: int | None, seed: int | None) -> list[Question]:

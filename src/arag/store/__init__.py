@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ Layout::
         sent_offsets.npy   int64[n_chunks+1]: the sentence rows of each chunk
         sent_spans.npy     int32[n_sentences, 2]: character span of each sentence in its chunk
         sent_hash.npy      uint64[n_sentences]: hash of the sentence text (embedding reuse)
-        vectors.npy        [n_sentences, dims] in f32/f16/i8  (or vectors.usearch when ann is on)
+        vectors.npy        [n_sentences, dims] in f32/f16/i8, in sentence order, or grouped by IVF list
+        vector_norms.npy   float32 norms of f16/i8 vectors (same order as vectors.npy)
+        ivf_*.npy          when ann is on: centroids, list offsets, and the row <-> position maps
 
 A new generation is written to a temporary folder, fsynced, renamed into place, and only then
 does manifest.json (temp file + rename) point at it. A crash at any point leaves the previous
@@ -34,11 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from arag.errors import IndexFormatError, IndexNotFoundError
-from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, Manifest
+from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, Manifest, ivf
 
 MANIFEST = "manifest.json"
 I8_SCALE = 127.0
-HNSW_EXPANSION_SEARCH = 1024  # measured at x100: same-content recall@10 0.92 at 8.7 ms (256: 0.80 at 5.2 ms)
 _SCHEMA = """
 CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
                    title TEXT, content_hash TEXT NOT NULL);
@@ -61,7 +62,8 @@ def read_manifest(index_dir: Path) -> Manifest:
         manifest = Manifest(**data)
     except (ValueError, TypeError) as exc:
         raise IndexFormatError(f"{path} is not a valid a-rag manifest: {exc}") from None
-    if manifest.format_version != FORMAT_VERSION:
+    # version 2 differs only in the approximate-search files (HNSW then): flat version-2 indexes still read
+    if manifest.format_version != FORMAT_VERSION and not (manifest.format_version == 2 and not manifest.ann):
         raise IndexFormatError(
             f"index {index_dir} has format version {manifest.format_version}; this a-rag reads "
             f"version {FORMAT_VERSION} (re-index the sources with --rebuild)"
@@ -108,30 +110,31 @@ def dequantize(vectors: np.ndarray) -> np.ndarray:
 class EmbeddedStore:
     """Read side of the embedded store. Opening is cheap: arrays are memory-mapped."""
 
-    def __init__(self, index_dir: Path, threads: int = 2, expansion_search: int = HNSW_EXPANSION_SEARCH) -> None:
+    def __init__(self, index_dir: Path, threads: int = 2, probes: int = ivf.DEFAULT_PROBES) -> None:
         self.index_dir = Path(index_dir)
         self.manifest = read_manifest(self.index_dir)
         self.path = _generation_dir(self.index_dir, self.manifest.generation)
         if not self.path.is_dir():
             raise IndexFormatError(f"index {index_dir} is damaged: {self.path.name} is missing")
         self.threads = threads
+        self.probes = probes
         self._local = threading.local()
         self._executor: ThreadPoolExecutor | None = None
         self._has_trigram_df: bool | None = None
         self._norm_cache: np.ndarray | None = None
+        self._ivf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         try:
             self._offsets = np.load(self.path / "sent_offsets.npy", mmap_mode="r")
             self._spans = np.load(self.path / "sent_spans.npy", mmap_mode="r")
-            self._hnsw = None
-            self._vectors: np.ndarray | None = None
+            self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
             if self.manifest.ann:
-                hnsw = usearch_index().Index.restore(str(self.path / "vectors.usearch"), view=True)
-                if hnsw is None:
-                    raise IndexFormatError(f"index {index_dir} is damaged: vectors.usearch is unreadable")
-                self._hnsw = hnsw
-                hnsw.expansion_search = expansion_search  # the stub lacks the setter; it exists at run time
-            else:
-                self._vectors = np.load(self.path / "vectors.npy", mmap_mode="r")
+                # centroids, list offsets, row of each stored position, stored position of each row
+                self._ivf = (
+                    np.load(self.path / "ivf_centroids.npy"),
+                    np.load(self.path / "ivf_offsets.npy"),
+                    np.load(self.path / "ivf_order.npy", mmap_mode="r"),
+                    np.load(self.path / "ivf_positions.npy", mmap_mode="r"),
+                )
         except (OSError, ValueError) as exc:
             raise IndexFormatError(f"index {index_dir} is damaged: {exc}") from None
         self._n_chunks = len(self._offsets) - 1
@@ -286,36 +289,36 @@ class EmbeddedStore:
         return [(int(a), int(b)) for a, b in self._spans[begin:end]]
 
     def sentence_vectors(self, sentence_rows: np.ndarray) -> np.ndarray:
-        if self._vectors is not None:
-            return dequantize(np.asarray(self._vectors[np.asarray(sentence_rows)]))
-        assert self._hnsw is not None
-        vectors = self._hnsw.get(np.asarray(sentence_rows, dtype=np.uint64))
-        return dequantize(np.asarray(vectors).reshape(len(sentence_rows), -1))
+        positions = np.asarray(sentence_rows) if self._ivf is None else self._ivf[3][np.asarray(sentence_rows)]
+        return dequantize(np.asarray(self._vectors[positions]))
 
-    def all_sentence_scores(self, query: np.ndarray) -> np.ndarray | None:
-        if self._vectors is None:
-            return None  # vectors live in the HNSW file: exact search goes through top_sentences(exact=True)
+    def all_sentence_scores(self, query: np.ndarray) -> np.ndarray:
         if self._vectors.dtype == np.float32:
-            return np.asarray(self._vectors @ query.astype(np.float32))
-        try:
-            import numkong
-        except ImportError:
-            return None
-        # f16/i8: SIMD dot products (exact integer arithmetic for i8) over row blocks in parallel, then
-        # cosine = dot / (|v| |q|) with the stored per-vector norms.
-        stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
-        blocks = np.array_split(np.arange(len(self._vectors)), max(1, self.threads))
-        vectors = self._vectors
+            scores = np.asarray(self._vectors @ query.astype(np.float32))
+        else:
+            # f16/i8: SIMD dot products (exact integer arithmetic for i8) over row blocks in parallel, then
+            # cosine = dot / (|v| |q|) with the stored per-vector norms.
+            stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
+            split = np.array_split(np.arange(len(self._vectors)), max(1, self.threads))
+            blocks = [(int(b[0]), int(b[-1]) + 1) for b in split if len(b)]
+            parts = list(self._pool().map(lambda block: self._range_scores(stored_query, *block), blocks))
+            scores = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+        if self._ivf is None:
+            return scores
+        in_row_order = np.empty_like(scores)
+        in_row_order[self._ivf[2]] = scores
+        return in_row_order
 
-        def block_dots(rows: np.ndarray) -> np.ndarray:
-            if not len(rows):
-                return np.zeros(0, np.float32)
-            part = vectors[int(rows[0]) : int(rows[-1]) + 1]
-            return np.asarray(numkong.cdist(stored_query, part, metric="dot", out_dtype="float32"))[0]
+    def _range_scores(self, stored_query: np.ndarray, begin: int, end: int) -> np.ndarray:
+        """Cosine of the stored positions [begin, end) to a query already in the stored precision."""
+        import numkong
 
-        dots = np.concatenate(list(self._pool().map(block_dots, blocks)))
+        part = self._vectors[begin:end]
+        if part.dtype == np.float32:
+            return np.asarray(part @ stored_query[0])
+        dots = np.asarray(numkong.cdist(stored_query, part, metric="dot", out_dtype="float32"))[0]
         query_norm = float(np.linalg.norm(stored_query.astype(np.float32))) or 1.0
-        return dots / (self._norms() * query_norm)
+        return dots / (self._norms()[begin:end] * query_norm)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -338,28 +341,19 @@ class EmbeddedStore:
         m = max(1, min(m, self.n_sentences))
         if self.n_sentences == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        if self._hnsw is not None:
-            # one graph walk gains nothing from a second thread (measured: 0.85 ms with 1, 2.3 ms with 2)
-            matches = self._hnsw.search(
-                _query_for(query, self.manifest.vector_dtype), m, exact=exact, threads=self.threads if exact else 1
-            )
-            return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
-        assert self._vectors is not None
-        scores = self.all_sentence_scores(query)
-        if scores is None:
-            ui = usearch_index()
-            matches = ui.search(
-                self._vectors,
-                _query_for(query, self.manifest.vector_dtype),
-                m,
-                ui.MetricKind.Cos,
-                exact=True,
-                threads=self.threads,
-            )
-            return matches.keys.astype(np.int64), (1.0 - matches.distances).astype(np.float32)
+        if self._ivf is not None and not exact:
+            centroids, list_offsets, order, _ = self._ivf
+            stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
+            ranges = ivf.probed_ranges(centroids, list_offsets, query, self.probes)
+            positions = np.concatenate([np.arange(b, e) for b, e in ranges])
+            scores = np.concatenate([self._range_scores(stored_query, b, e) for b, e in ranges])
+            rows = np.asarray(order[positions], dtype=np.int64)
+        else:
+            scores = self.all_sentence_scores(query)
+            rows = np.arange(len(scores), dtype=np.int64)
         top = np.argpartition(-scores, m - 1)[:m] if m < len(scores) else np.arange(len(scores))
-        top = top[np.lexsort((top, -scores[top]))]
-        return top.astype(np.int64), scores[top]
+        top = top[np.lexsort((rows[top], -scores[top]))]
+        return rows[top], scores[top].astype(np.float32)
 
     def close(self) -> None:
         if self._executor is not None:
@@ -369,18 +363,6 @@ class EmbeddedStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
-
-
-def usearch_index():
-    """``usearch.index``, imported after onnxruntime: the other order crashes the process (segmentation
-    fault on ``import onnxruntime`` once usearch is loaded; usearch 2.26.6, onnxruntime 1.32.0)."""
-    import contextlib
-
-    with contextlib.suppress(ImportError):
-        import onnxruntime  # noqa: F401
-    import usearch.index
-
-    return usearch.index
 
 
 def _row_norms(vectors: np.ndarray, block: int = 65536) -> np.ndarray:
@@ -473,7 +455,6 @@ class GenerationWriter:
         ann: bool,
         threads: int,
         counts: dict[str, int],
-        progress=None,
     ) -> None:
         """Write the sentence arrays and the vectors (already L2-normalised float32 or pre-quantized)."""
         self._db.executemany("INSERT INTO trigram_df (trigram, df) VALUES (?, ?)", self._trigram_df.items())
@@ -487,16 +468,21 @@ class GenerationWriter:
         np.save(self.tmp / "sent_hash.npy", np.asarray(hashes, dtype=np.uint64))
         stored = vectors if vectors.dtype != np.float32 or dtype == "f32" else quantize(vectors, dtype)
         if ann:
-            hnsw = usearch_index().Index(
-                ndim=stored.shape[1], metric="cos", dtype=dtype, connectivity=16, expansion_add=128, expansion_search=64
-            )
-            if len(stored):
-                hnsw.add(np.arange(len(stored), dtype=np.uint64), stored, threads=threads, log=progress or False)
-            hnsw.save(str(self.tmp / "vectors.usearch"))
-        else:
-            np.save(self.tmp / "vectors.npy", stored)
-            if stored.dtype != np.float32:
-                np.save(self.tmp / "vector_norms.npy", _row_norms(stored))
+            # vectors are stored grouped by IVF list, so probing a list reads one contiguous slice
+            centroids, order, list_offsets = ivf.build(stored, threads)
+            stored = stored[order]
+            positions = np.empty_like(order)
+            positions[order] = np.arange(len(order))
+            for name, array in (
+                ("ivf_centroids", centroids),
+                ("ivf_offsets", list_offsets),
+                ("ivf_order", order),
+                ("ivf_positions", positions),
+            ):
+                np.save(self.tmp / f"{name}.npy", array)
+        np.save(self.tmp / "vectors.npy", stored)
+        if stored.dtype != np.float32:
+            np.save(self.tmp / "vector_norms.npy", _row_norms(stored))
         self._counts = counts
 
     def commit(self, embedder: dict[str, object]) -> Manifest:
