@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
 from arag.index import Index
 from arag.tools import MAX_TOP_K, Toolkit, tool_schema
+from conftest import FIXTURES, fake_settings
 
 
 def test_schema_is_derived_from_signature_and_docstring(hippo_index: Index) -> None:
@@ -107,3 +109,13 @@ def test_without_chunk_read_searches_return_full_text(hippo_index: Index) -> Non
 def test_no_results_message(hippo_index: Index) -> None:
     result = Toolkit(hippo_index).call("keyword_search", {"keywords": ["qqqqzzzz"]})
     assert result.ok and "no matching chunks" in result.observation
+
+
+def test_tools_search_approximately_on_an_index_built_for_it(tmp_path: Path) -> None:
+    from arag.indexing import build_index
+
+    build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "ann", fake_settings(ann=True))
+    assert Toolkit(Index.open(tmp_path / "ann")).exact is False
+    assert Toolkit(Index.open(tmp_path / "ann"), exact=True).exact is True
+    observation = Toolkit(Index.open(tmp_path / "ann")).call("semantic_search", {"query": "Lothair II"}).observation
+    assert "Lothair II" in observation

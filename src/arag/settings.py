@@ -47,7 +47,7 @@ class IndexSettings(BaseModel):
     )
     ann: bool = Field(
         False,
-        description="Also build an inverted-file (IVF) index, ~2.6·sqrt(sentences) lists, for approximate search.",
+        description="Also build an inverted-file (IVF) index, ~4·sqrt(sentences) lists, for approximate search.",
     )
     ann_probes: int = Field(
         128,

@@ -65,7 +65,7 @@ class Toolkit:
         index: Index,
         tracker: ContextTracker | None = None,
         enabled: Sequence[str] = TOOL_NAMES,
-        exact: bool = True,
+        exact: bool | None = None,
         encoding: str = "cl100k_base",
     ) -> None:
         unknown = set(enabled) - set(TOOL_NAMES)
@@ -74,7 +74,8 @@ class Toolkit:
         self.index = index
         self.tracker = tracker or ContextTracker()
         self.enabled = [name for name in TOOL_NAMES if name in enabled]
-        self.exact = exact
+        # an index built with an IVF (--ann) was built for approximate search: the tools use it
+        self.exact = not index.manifest.ann if exact is None else exact
         self.encoding = encoding
         # Without chunk_read the agent could never see more than snippets, so searches return full text.
         self.full_text_results = "chunk_read" not in self.enabled

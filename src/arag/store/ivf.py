@@ -6,9 +6,10 @@ centroids, scans the ``probes`` best lists with the same arithmetic as exact sea
 best sentences among them: a found sentence always has its exact score, so only sentences in
 unprobed lists can be missed.
 
-Chosen over HNSW (usearch) after measuring both on the x100 benchmark copy (docs/benchmarks.md): graph
-search lost near-duplicate neighbours (recall@10 by id 0.65 at 14 ms), took 21 minutes to build and a
-third more disk; the IVF probes whole neighbourhoods, builds in ~2 minutes and adds almost nothing.
+Chosen over HNSW (usearch, the previous backend) after measuring both on the x100 benchmark copy
+(docs/benchmarks.md): the graph lost near-duplicate neighbours (recall@10 by chunk id 0.65 at 14 ms), took 21
+minutes to build and a quarter more disk; the inverted file probes whole neighbourhoods (0.96 at 9 ms),
+builds in ~2 minutes more than the flat index and adds only its small maps.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import math
 import numpy as np
 
 DEFAULT_PROBES = 128
-TRAINING_POINTS_PER_LIST = 64
+LISTS_PER_SQRT_N = 4.0
+TRAINING_POINTS_PER_LIST = 40  # faiss warns below 39
 _ASSIGN_BLOCK = 65536
 
 
 def list_count(n_vectors: int) -> int:
-    """About 2.6 sqrt(n) lists (4,096 at 2.4M sentences), each with at least ~39 training points."""
-    return max(1, min(n_vectors // 39, round(2.6 * math.sqrt(n_vectors))))
+    """About 4 sqrt(n) lists (6,227 at 2.4M sentences), each with at least ~39 training points."""
+    return max(1, min(n_vectors // 39, round(LISTS_PER_SQRT_N * math.sqrt(n_vectors))))
 
 
 def build(stored: np.ndarray, threads: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,7 +46,7 @@ def build(stored: np.ndarray, threads: int, seed: int = 0) -> tuple[np.ndarray, 
         import faiss
 
         faiss.omp_set_num_threads(max(1, threads))
-        kmeans = faiss.Kmeans(stored.shape[1], lists, niter=20, seed=seed, spherical=True, verbose=False)
+        kmeans = faiss.Kmeans(stored.shape[1], lists, niter=15, seed=seed, spherical=True, verbose=False)
         kmeans.train(_unit(stored[sample]))
         centroids = np.ascontiguousarray(kmeans.centroids, dtype=np.float32)
     assignment = np.empty(n_vectors, dtype=np.int64)
