@@ -279,7 +279,7 @@ def mcp(index_dir: IndexOpt) -> None:
     """Serve the three tools over MCP (stdio)."""
     from arag.mcp_server import serve
 
-    serve(index_dir)
+    serve(_open_index(index_dir))  # threads and IVF probes from settings, like the other commands
 
 
 def _eval_setup(

@@ -3,7 +3,6 @@ context tracker; the schemas and descriptions are the same ones the agent sends.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,8 +36,8 @@ def build_server(toolkit: Toolkit) -> Server:
     return Server("a-rag", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve(index_dir: Path) -> None:
-    toolkit = Toolkit(Index.open(index_dir))
+def serve(index: Index) -> None:
+    toolkit = Toolkit(index)
     server = build_server(toolkit)
 
     async def main() -> None:
