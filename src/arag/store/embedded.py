@@ -481,6 +481,7 @@ class GenerationWriter:
             stored = stored[order]
             positions = np.empty_like(order)
             positions[order] = np.arange(len(order))
+            counts = {**counts, "ivf_lists": len(centroids)}
             for name, array in (
                 ("ivf_centroids", centroids),
                 ("ivf_offsets", list_offsets),
