@@ -267,7 +267,7 @@ def cache_dir() -> Path:
 def _minilm_encoders(weights: PinnedWeights, path: Path) -> tuple[Path | bytes, Path | bytes]:
     """The int8 graph and the float32 graph (for short texts) built from ``path``: each from the cache when
     a copy matching its digest is there, else built — the weights read and verified once — and cached when
-    the cache is writable. Building both takes ~2 s; loading them from the cache ~0.2 s."""
+    the cache is writable. Building both takes ~2 s; a load from the cache, sessions included, ~0.4 s."""
     from arag import bert_int8
 
     tensors: dict[str, np.ndarray] = {}
