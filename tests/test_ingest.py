@@ -191,9 +191,10 @@ def test_kill_during_index_leaves_previous_index_openable(tmp_path: Path) -> Non
         index = Index.open(idx)
         assert [(h.chunk_id, h.score) for h in index.keyword_search(["Crane"])] == before
         assert index.manifest.counts["documents"] == 1
+        index.close()
     # the next write cleans up the leftovers of the killed ones and succeeds
     build_index([FIXTURES / "hipporag_corpus.json"], idx, fake_settings())
-    assert sorted(p.name for p in idx.iterdir()) == ["gen-000002", "manifest.json"]
+    assert sorted(p.name for p in idx.iterdir()) == [".writer.lock", "gen-000002", "manifest.json"]
     assert json.loads((idx / "manifest.json").read_text())["counts"]["documents"] == 17
 
 

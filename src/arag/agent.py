@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
-from arag.errors import LLMError
+from arag.errors import InputError, LLMError, TimeBudgetExceeded
 from arag.index import Index
 from arag.llm import ChatModel, ChatTurn, Usage
 from arag.settings import AgentSettings
 from arag.tools import Toolkit, ToolResult, parse_arguments
 
-STOP_REASONS = ("answered", "max_steps", "token_budget", "stalled", "error")
+STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "error")
+MAX_QUESTION_CHARS = 20_000
+_JSON_CANDIDATES = 4  # tagged or fenced blocks tried per reply: enough for real replies, linear for hostile ones
 _CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
 
 
@@ -117,7 +119,9 @@ class Agent:
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
 
     def run(self, question: str) -> AgentResult:
+        question = check_question(question)
         started = time.perf_counter()
+        deadline = time.monotonic() + self.settings.time_budget_s
         toolkit = Toolkit(self.index, enabled=self.settings.tools)
         usage, trajectory = Usage(), []
         model_calls: list[dict[str, Any]] = []
@@ -131,7 +135,7 @@ class Agent:
                 if usage.total_tokens >= self.settings.token_budget:
                     stop = "token_budget"
                     break
-                turn = self._ask(messages, toolkit, usage, model_calls, final=False, first=step == 0)
+                turn = self._ask(messages, toolkit, usage, model_calls, deadline, final=False, first=step == 0)
                 calls, answer, thought = self._parse(turn)
                 if not calls and answer:
                     stop = "answered"
@@ -193,7 +197,9 @@ class Agent:
                         "have gathered, citing chunks as [chunk ID].",
                     }
                 )
-                answer = self._parse(self._ask(messages, toolkit, usage, model_calls, final=True))[1]
+                answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, final=True))[1]
+        except TimeBudgetExceeded as exc:
+            stop, error = "time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)"
         except LLMError as exc:
             stop, error = "error", str(exc)
         return AgentResult(
@@ -241,6 +247,7 @@ class Agent:
         toolkit: Toolkit,
         usage: Usage,
         model_calls: list[dict[str, Any]],
+        deadline: float,
         final: bool,
         first: bool = False,
     ) -> ChatTurn:
@@ -248,12 +255,13 @@ class Agent:
         if self.json_actions:
             # A small model answers from memory unless its first action must be a retrieval.
             fmt = action_schema(None if final else toolkit, allow_answer=not first)
-            turn = self.model.complete(messages, response_format=fmt)
+            turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:
             turn = self.model.complete(
                 messages,
                 tools=None if final else toolkit.schemas(),
                 parallel_tool_calls=None if final else self.settings.parallel_tool_calls,
+                deadline=deadline,
             )
         usage.add(turn.usage)
         model_calls.append(
@@ -278,12 +286,15 @@ class Agent:
         data = _json_object(turn.content)
         if isinstance(data, dict):
             name = data.get("action") or data.get("name") or data.get("tool")
-            thought = str(data.get("thought", ""))
+            thought = _as_text(data.get("thought", ""))
+            arguments = data.get("arguments", data.get("parameters", data.get("action_input", {})))
             if name == "final_answer":
-                return [], str(data.get("answer") or (data.get("arguments") or {}).get("answer", "")), thought
-            if isinstance(name, str):
-                args = data.get("arguments", data.get("parameters", data.get("action_input", {})))
-                return [_Call(name, args)], "", thought
+                answer = data.get("answer")
+                if answer is None and isinstance(arguments, dict):
+                    answer = arguments.get("answer")
+                return [], _as_text(answer), thought
+            if isinstance(name, str) and name:
+                return [_Call(name, arguments)], "", thought
         return [], turn.content.strip(), ""
 
     def _observe(self, messages: list[dict[str, Any]], call: _Call, observation: str) -> None:
@@ -310,18 +321,53 @@ def _safe_args(arguments: Any) -> dict[str, Any]:
         return {"_raw": str(arguments)}
 
 
+def check_question(question: str) -> str:
+    """The question, stripped; an empty or oversized one is rejected before any model is loaded."""
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("the question is empty: ask something, e.g. arag ask \"Who wrote Hamlet?\" --index DIR")
+    question = question.strip()
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return question
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+
+
 def _json_object(text: str) -> Any:
-    """A JSON object in model text: whole, fenced, or in <tool_call> tags (models that print calls as text)."""
+    """A JSON object in model text: whole, in <tool_call> tags or ``` fences (models that print calls as
+    text), or from the first "{" to the last "}". Linear in the text: at most a few candidates are parsed."""
     text = text.strip()
-    candidates = [text]
-    candidates += re.findall(r"<tool_call>\s*(.*?)\s*</tool_call>", text, re.S)
-    candidates += re.findall(r"```(?:json)?\s*(.*?)```", text, re.S)
-    brace = text.find("{")
-    if brace >= 0:
-        candidates.append(text[brace : text.rfind("}") + 1])
-    for candidate in candidates:
+    for candidate in _json_candidates(text):
         try:
             return json.loads(candidate)
-        except (json.JSONDecodeError, ValueError):
+        except (ValueError, RecursionError):
             continue
     return None
+
+
+def _json_candidates(text: str) -> Iterator[str]:
+    yield text
+    for opening, closing in (("<tool_call>", "</tool_call>"), ("```", "```")):
+        start = 0
+        for _ in range(_JSON_CANDIDATES):
+            begin = text.find(opening, start)
+            if begin < 0:
+                break
+            end = text.find(closing, begin + len(opening))
+            if end < 0:
+                break
+            body = text[begin + len(opening) : end].strip()
+            yield body[4:] if body.startswith("json") else body
+            start = end + len(closing)
+    brace = text.find("{")
+    if brace >= 0:
+        yield text[brace : text.rfind("}") + 1]

@@ -12,18 +12,20 @@ from rich.console import Console
 
 from arag.errors import ARagError
 
+# rich_markup_mode=None: usage errors are one plain "Error: ..." line, not a panel hard-wrapped at 80 columns
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="A-RAG: agentic retrieval over hierarchical retrieval interfaces.",
 )
-search_app = typer.Typer(no_args_is_help=True, help="Run a retrieval tool directly.")
+search_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run a retrieval tool directly.")
 app.add_typer(search_app, name="search")
-eval_app = typer.Typer(no_args_is_help=True, help="Reproduce the paper's experiments.")
+eval_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Reproduce the paper's experiments.")
 app.add_typer(eval_app, name="eval")
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)  # never hard-wrap: people grep logs and paste paths
+out = Console(soft_wrap=True)
 
 IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]

@@ -27,3 +27,11 @@ class ConfigError(ARagError):
 
 class LLMError(ARagError):
     """The language model endpoint failed in a way retries could not fix."""
+
+
+class TimeBudgetExceeded(LLMError):
+    """The wall-clock budget of one question ran out (setting agent.time_budget_s)."""
+
+
+class InputError(ARagError):
+    """A user input (question, query, keyword, option) is empty or out of range."""

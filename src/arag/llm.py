@@ -1,15 +1,33 @@
 """One client for every chat endpoint: the openai SDK against any OpenAI-compatible base URL.
 
-HTTP, timeouts and retries (429 with Retry-After, 5xx, connection errors) are the SDK's; this module
-adds usage accounting and cost.
+Retries (429 with Retry-After, 5xx, connection errors, timeouts) are the SDK's. This module adds what the
+SDK does not do:
+
+* a deadline on each *whole* request (httpx's timeouts bound each read, so a server that drips a byte
+  every few seconds would otherwise hold a call forever) — a timed-out attempt is a timeout to the SDK,
+  which retries it a bounded number of times;
+* an optional deadline on the whole call, retries included (the agent's per-question time budget);
+* a reply parser that accepts anything a server may send and turns what is not a chat completion into
+  one clear :class:`LLMError` (the SDK's models are built without validation, so a ``message: null`` or
+  a numeric ``content`` would otherwise surface later as an AttributeError);
+* usage accounting and cost.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import ssl
+import time
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
+from functools import cache
 from typing import Any
 
-from arag.errors import ConfigError, LLMError
+import anyio
+import httpx2
+
+from arag.errors import ConfigError, LLMError, TimeBudgetExceeded
 from arag.settings import LLMSettings
 
 # USD per 1M tokens (input, output); override or extend with Settings.prices.
@@ -21,6 +39,7 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.00),
     "gpt-5-nano": (0.05, 0.40),
 }
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -56,20 +75,15 @@ class ChatTurn:
 class ChatModel:
     """A chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp, OpenRouter, ...)."""
 
-    def __init__(self, settings: LLMSettings, prices: dict[str, tuple[float, float]] | None = None) -> None:
+    def __init__(
+        self, settings: LLMSettings, prices: dict[str, tuple[float, float]] | None = None, local: bool = False
+    ) -> None:
         if not settings.model:
             raise ConfigError("no model configured: set ARAG_MODEL (and ARAG_BASE_URL / ARAG_API_KEY)")
-        from openai import OpenAI
-
         self.settings = settings
         self.model = settings.model
+        self.local = local  # the embedded model: its errors say so, not "cannot reach the endpoint"
         self.prices = {**DEFAULT_PRICES, **(prices or {})}
-        self.client = OpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key or "not-needed",
-            timeout=settings.timeout_s,
-            max_retries=settings.max_retries,
-        )
 
     def complete(
         self,
@@ -77,9 +91,9 @@ class ChatModel:
         tools: list[dict[str, Any]] | None = None,
         response_format: dict[str, Any] | None = None,
         parallel_tool_calls: bool | None = None,
+        deadline: float | None = None,
     ) -> ChatTurn:
-        import openai
-
+        """One chat completion. ``deadline`` (time.monotonic()) bounds the call, retries included."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
@@ -93,38 +107,63 @@ class ChatModel:
                 kwargs[key] = value
         if self.settings.max_tokens:
             kwargs["max_tokens"] = self.settings.max_tokens
+        budget = None if deadline is None else deadline - time.monotonic()
+        if budget is not None and budget <= 0:
+            raise TimeBudgetExceeded("the time budget for this question ran out before the model call")
+        body = self._post(kwargs, budget)
+        return parse_completion(body, self._label())
+
+    def _post(self, kwargs: dict[str, Any], budget: float | None) -> bytes:
+        import openai
+
         try:
-            response = self.client.chat.completions.create(**kwargs)
+            return anyio.run(self._apost, kwargs, budget)
+        except TimeoutError:
+            raise TimeBudgetExceeded(
+                f"the time budget for this question ran out while waiting for {self._label()}"
+            ) from None
+        except openai.APITimeoutError:
+            attempts = 1 + (0 if self.local else self.settings.max_retries)
+            if self.local:
+                raise LLMError(
+                    f"the local model did not answer within {self.settings.timeout_s:g} s: it is too slow on this "
+                    "machine for this prompt; raise ARAG_LLM__TIMEOUT_S, lower --max-steps, or use a smaller model"
+                ) from None
+            raise LLMError(
+                f"{self._label()} did not send a complete reply within {self.settings.timeout_s:g} s "
+                f"({attempts} attempts); check the endpoint or raise ARAG_LLM__TIMEOUT_S"
+            ) from None
         except openai.APIStatusError as exc:
-            raise LLMError(f"{self.model} endpoint answered HTTP {exc.status_code}: {_brief(exc)}") from None
+            raise LLMError(f"{self._label()} answered HTTP {exc.status_code}: {_brief(exc)}") from None
         except openai.APIConnectionError as exc:
+            if self.local:
+                raise LLMError(f"the local model server stopped answering: {exc}") from None
             raise LLMError(f"cannot reach the model endpoint {self.settings.base_url}: {exc}") from None
         except openai.OpenAIError as exc:
-            raise LLMError(f"model call failed: {exc}") from None
-        usage = Usage(calls=1)
-        if response.usage is not None:
-            usage.prompt_tokens = response.usage.prompt_tokens or 0
-            usage.completion_tokens = response.usage.completion_tokens or 0
-            details = getattr(response.usage, "prompt_tokens_details", None)
-            usage.cached_tokens = (getattr(details, "cached_tokens", 0) or 0) if details else 0
-        if not response.choices:
-            return ChatTurn({"role": "assistant", "content": ""}, "", [], None, usage)
-        choice = response.choices[0]
-        message = choice.message
-        tool_calls = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments or ""},
-            }
-            for c in (message.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        ]
-        content = message.content or ""
-        assistant: dict[str, Any] = {"role": "assistant", "content": content}
-        if tool_calls:
-            assistant["tool_calls"] = tool_calls
-        return ChatTurn(assistant, content, tool_calls, choice.finish_reason, usage)
+            raise LLMError(f"model call failed: {_brief(exc)}") from None
+
+    async def _apost(self, kwargs: dict[str, Any], budget: float | None) -> bytes:
+        from openai import AsyncOpenAI
+
+        transport = WholeRequestDeadline(
+            httpx2.AsyncHTTPTransport(verify=_ssl_context(), retries=0), self.settings.timeout_s
+        )
+        async with (
+            httpx2.AsyncClient(transport=transport, timeout=self.settings.timeout_s) as http,
+            AsyncOpenAI(
+                base_url=self.settings.base_url,
+                api_key=self.settings.api_key or "not-needed",
+                timeout=self.settings.timeout_s,
+                max_retries=0 if self.local else self.settings.max_retries,
+                http_client=http,
+            ) as client,
+        ):
+            with anyio.fail_after(budget):  # None: no limit
+                raw = await client.chat.completions.with_raw_response.create(**kwargs)
+                return raw.http_response.content
+
+    def _label(self) -> str:
+        return "the local model" if self.local else f"the {self.model} endpoint"
 
     def cost(self, usage: Usage) -> float | None:
         """USD for ``usage`` at this model's price, or None when the price is unknown (e.g. local models)."""
@@ -134,6 +173,150 @@ class ChatModel:
         return (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1_000_000
 
 
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    # building the default context reads the CA bundle (~20 ms): once per process, not once per call
+    return httpx2.create_ssl_context()
+
+
+class WholeRequestDeadline(httpx2.AsyncBaseTransport):
+    """Bounds a whole HTTP exchange — headers and body — by one deadline, and reports overruns as
+    ``httpx2.ReadTimeout`` so that the openai SDK's own retry policy applies to them."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, seconds: float) -> None:
+        self.inner = inner
+        self.seconds = seconds
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        deadline = anyio.current_time() + self.seconds
+        try:
+            with anyio.fail_after(self.seconds):
+                response = await self.inner.handle_async_request(request)
+        except TimeoutError:
+            raise httpx2.ReadTimeout(f"no response headers within {self.seconds:g} s", request=request) from None
+        response.stream = _DeadlineStream(response.stream, deadline, request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _DeadlineStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, deadline: float, request: httpx2.Request) -> None:
+        self.inner, self.deadline, self.request = inner, deadline, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        iterator = self.inner.__aiter__()
+        received = 0
+        while True:
+            try:
+                with anyio.fail_after(max(0.0, self.deadline - anyio.current_time())):
+                    chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise httpx2.ReadTimeout("the reply body did not complete in time", request=self.request) from None
+            received += len(chunk)
+            if received > MAX_REPLY_BYTES:
+                raise httpx2.ReadError(f"reply larger than {MAX_REPLY_BYTES} bytes", request=self.request)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+# ---------------------------------------------------------------------------- reply parsing
+def parse_completion(body: bytes, label: str = "the model endpoint") -> ChatTurn:
+    """A chat-completion body as a :class:`ChatTurn`, whatever the server sent.
+
+    A body that is not a JSON object, or an error object, raises :class:`LLMError`. Odd fields are
+    coerced: ``message: null`` → an empty reply, numeric or list ``content`` → text, ``arguments`` that are
+    not a string → their JSON text (the tool then tells the model what is wrong with them)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise LLMError(f"{label} replied with a body that is not JSON: {_preview(body)}") from None
+    if not isinstance(data, dict):
+        raise LLMError(f"{label} replied with JSON that is not a chat completion object: {_preview(body)}")
+    if "error" in data and not data.get("choices"):
+        raise LLMError(f"{label} replied with an error: {_preview(_text(data['error']).encode())}")
+    usage = _usage(data.get("usage"))
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    content = _text(message.get("content"))
+    tool_calls = _tool_calls(message.get("tool_calls"))
+    assistant: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        assistant["tool_calls"] = tool_calls
+    finish = choice.get("finish_reason")
+    return ChatTurn(assistant, content, tool_calls, finish if isinstance(finish, str) else None, usage)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content parts: [{"type": "text", "text": "..."}]
+        parts = [p.get("text") if isinstance(p, dict) else p for p in value]
+        texts = [p for p in parts if isinstance(p, str)]
+        if len(texts) == len(parts):
+            return "".join(texts)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return str(type(value).__name__)
+
+
+def _tool_calls(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    calls = []
+    for i, call in enumerate(value[:64]):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        name = function.get("name")
+        arguments = function.get("arguments")
+        call_id = call.get("id")
+        calls.append(
+            {
+                "id": call_id if isinstance(call_id, str) and call_id else f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": name if isinstance(name, str) else _text(name),
+                    "arguments": arguments if isinstance(arguments, str) else _text(arguments),
+                },
+            }
+        )
+    return calls
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    return int(value) if math.isfinite(value) and 0 <= value < 2**53 else 0
+
+
+def _usage(value: Any) -> Usage:
+    usage = Usage(calls=1)
+    if isinstance(value, dict):
+        usage.prompt_tokens = _count(value.get("prompt_tokens"))
+        usage.completion_tokens = _count(value.get("completion_tokens"))
+        details = value.get("prompt_tokens_details")
+        if isinstance(details, dict):
+            usage.cached_tokens = _count(details.get("cached_tokens"))
+    return usage
+
+
+def _preview(body: bytes) -> str:
+    text = body[:200].decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return (text or "(empty)") + ("…" if len(body) > 200 else "")
+
+
 def _brief(exc: Exception) -> str:
-    text = str(exc)
+    text = " ".join(str(exc).split())
     return text if len(text) < 300 else text[:300] + "…"

@@ -41,4 +41,4 @@ def chat_model(
             "max_tokens": llm.max_tokens or 512,
         }
     )
-    return ChatModel(local, settings.prices), True
+    return ChatModel(local, settings.prices, local=True), True

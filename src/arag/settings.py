@@ -74,9 +74,18 @@ class LLMSettings(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (passed through).")
     reasoning_effort: str | None = Field(None, description="Reasoning effort for reasoning models.")
     max_tokens: int | None = Field(None, ge=1, description="Max completion tokens per call.")
-    timeout_s: float = Field(120.0, gt=0, description="HTTP timeout per request, seconds.")
+    timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Deadline for each whole request (headers and body), seconds; an overrun counts as a timeout.",
+    )
     max_retries: int = Field(
-        6, ge=0, le=50, description="Retries the openai SDK makes on 429, 5xx and connection errors."
+        2,
+        ge=0,
+        le=10,
+        description="Retries the openai SDK makes on 429, 5xx, connection errors and timeouts "
+        "(the embedded model is never retried).",
     )
 
 
@@ -100,6 +109,13 @@ class AgentSettings(BaseModel):
     )
     system_prompt_file: Path | None = Field(None, description="Override the packaged system prompt.")
     stall_limit: int = Field(2, ge=1, description="Consecutive repeated calls before the answer is forced.")
+    time_budget_s: float = Field(
+        600.0,
+        gt=0,
+        le=86_400,
+        description="Wall-clock budget per question, seconds, model calls included; running out stops the "
+        "question with stop reason 'time_budget'.",
+    )
     trajectory_file: Path | None = Field(None, description="Append each result as a JSON line here.")
 
 

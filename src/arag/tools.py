@@ -27,6 +27,9 @@ MAX_TOP_K = 20
 MAX_KEYWORDS = 10
 MAX_READ = 10
 MAX_ARGUMENT_CHARS = 500
+MAX_QUERY_CHARS = 2000
+MAX_ARGUMENTS_JSON = 100_000  # a tool call's arguments as JSON text; real ones are a few hundred characters
+MAX_JSON_DEPTH = 20
 TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
 
 
@@ -110,11 +113,9 @@ class Toolkit:
             query: A natural-language description of what you are looking for.
             top_k: Number of chunks to return (1-20).
         """
-        query = query.strip()
+        query = query[:MAX_QUERY_CHARS].strip()
         if not query:
             raise ToolArgumentError("query is empty; describe what you are looking for")
-        if len(query) > 2000:
-            query = query[:2000]
         top_k, notes = _clamp_top_k(top_k)
         hits = self.index.semantic_search(query, top_k, exact=self.exact)
         return self._format_hits(f"semantic_search {json.dumps(query, ensure_ascii=False)}", hits, notes)
@@ -128,15 +129,13 @@ class Toolkit:
         Args:
             chunk_ids: Chunk ids to read, e.g. ["12", "13"] (at most 10).
         """
-        # Models often write "chunk 12" or "[12]" for the id "12".
-        ids = [re.sub(r"^\[?(?:chunk\s+)?(.*?)\]?$", r"\1", str(c).strip(), flags=re.I) for c in chunk_ids]
-        ids = [c for c in ids if c]
+        notes = ""
+        if len(chunk_ids) > MAX_READ:
+            notes = f"(only the first {MAX_READ} of {len(chunk_ids)} ids were read)\n"
+            chunk_ids = chunk_ids[:MAX_READ]
+        ids = [c for c in (_bare_chunk_id(c) for c in chunk_ids) if c]
         if not ids:
             raise ToolArgumentError('chunk_ids is empty; pass ids from a search result, e.g. ["12"]')
-        notes = ""
-        if len(ids) > MAX_READ:
-            notes = f"(only the first {MAX_READ} of {len(ids)} ids were read)\n"
-            ids = ids[:MAX_READ]
         found, _missing = self.index.read(ids)  # unknown ids are reported inline, in the order asked
         by_id = {r.chunk_id: r for r in found}
         parts = []
@@ -157,13 +156,13 @@ class Toolkit:
 
     # ------------------------------------------------------------------ helpers
     def _check_keywords(self, keywords: list[str]) -> tuple[list[str], str]:
+        notes = ""
+        if len(keywords) > MAX_KEYWORDS:
+            notes += f"(only the first {MAX_KEYWORDS} of {len(keywords)} keywords were used)\n"
+            keywords = keywords[:MAX_KEYWORDS]
         cleaned = [k.strip() for k in keywords if k.strip()]
         if not cleaned:
             raise ToolArgumentError('keywords is empty; pass one or more exact terms, e.g. ["Lothair II"]')
-        notes = ""
-        if len(cleaned) > MAX_KEYWORDS:
-            notes += f"(only the first {MAX_KEYWORDS} of {len(cleaned)} keywords were used)\n"
-            cleaned = cleaned[:MAX_KEYWORDS]
         if any(len(k) > MAX_ARGUMENT_CHARS for k in cleaned):
             notes += f"(keywords longer than {MAX_ARGUMENT_CHARS} characters were cut)\n"
             cleaned = [k[:MAX_ARGUMENT_CHARS] for k in cleaned]
@@ -206,6 +205,7 @@ class Toolkit:
                 raise ToolArgumentError(f"unknown tool {name!r}; available tools: {', '.join(self.enabled)}")
             args = parse_arguments(arguments)
             validated = validate_arguments(self.functions()[name], args)
+            args = validated_arguments_for_record(validated)
             observation, ok = self.functions()[name](**validated), True
         except ToolArgumentError as exc:
             observation, ok = f"Error: {exc}", False
@@ -233,18 +233,75 @@ def _shorten(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+def parse_arguments(arguments: Any) -> dict[str, Any]:
+    """The model's arguments as a dict of clean values, or :class:`ToolArgumentError` saying what to fix.
+
+    Accepts a JSON object or its text. Bounds what the model can send: text length, nesting depth, integer
+    size (json refuses integers of more than 4,300 digits), and lone UTF-16 surrogates (which no encoder,
+    database or tokenizer accepts) are replaced with U+FFFD."""
     if arguments is None or arguments == "":
         return {}
-    if isinstance(arguments, dict):
-        return arguments
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        raise ToolArgumentError(f"arguments are not valid JSON ({exc.msg}); send a JSON object") from None
-    if not isinstance(parsed, dict):
-        raise ToolArgumentError("arguments must be a JSON object with named parameters")
-    return parsed
+    if isinstance(arguments, (bytes, bytearray)):
+        arguments = bytes(arguments).decode("utf-8", "replace")
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENTS_JSON:
+            raise ToolArgumentError(f"arguments are longer than {MAX_ARGUMENTS_JSON} characters; send short values")
+        try:
+            arguments = json.loads(arguments)
+        except RecursionError:
+            raise ToolArgumentError("arguments are nested too deeply; send a flat JSON object") from None
+        except ValueError as exc:  # JSONDecodeError, and integers too long to convert
+            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(";")[0]
+            raise ToolArgumentError(f"arguments are not valid JSON ({detail}); send a JSON object") from None
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError(
+            f"arguments must be a JSON object with named parameters, not {_json_type(arguments)}; "
+            'e.g. {"keywords": ["Lothair II"]}'
+        )
+    cleaned = _clean(arguments, 0)
+    assert isinstance(cleaned, dict)
+    return cleaned
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: Any, depth: int) -> Any:
+    if depth > MAX_JSON_DEPTH:
+        raise ToolArgumentError("arguments are nested too deeply; send a flat JSON object")
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_clean(str(key), depth + 1): _clean(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(item, depth + 1) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        # an integer of thousands of digits cannot even be printed (int_max_str_digits); no argument needs 19
+        return max(-(10**18), min(10**18, value))
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return names.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _bare_chunk_id(value: str) -> str:
+    """Models often write "chunk 12" or "[12]" for the id "12"."""
+    text = value.strip()[:MAX_ARGUMENT_CHARS]
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1].strip()
+    if text[:6].lower() == "chunk " and len(text) > 6:
+        text = text[6:].strip()
+    return text
+
+
+def validated_arguments_for_record(validated: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the tool received them, bounded for the trajectory record."""
+    return {
+        key: value[:MAX_QUERY_CHARS] if isinstance(value, str) else value[:100] if isinstance(value, list) else value
+        for key, value in validated.items()
+    }
 
 
 def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:

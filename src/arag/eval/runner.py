@@ -17,7 +17,7 @@ from typing import Any
 
 from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError
 from arag.eval.datasets import Dataset, Question
-from arag.eval.methods import Method
+from arag.eval.methods import Method, MethodOutput
 from arag.eval.metrics import JUDGE_PROMPT, contain_acc, exact_match, parse_judgement, token_f1
 from arag.index import Index
 from arag.llm import ChatModel
@@ -185,9 +185,9 @@ def run_eval(
             output = method.answer(question.question)
             error = output.error
         except ARagError as exc:
-            from arag.eval.methods import MethodOutput
-
             output, error = MethodOutput("", "error"), str(exc)
+        except Exception as exc:  # one question's failure, whatever it is, must not end the run
+            output, error = MethodOutput("", "error"), f"{type(exc).__name__}: {exc}"
         record: dict[str, Any] = {
             "id": question.id,
             "question": question.question,
@@ -213,8 +213,8 @@ def run_eval(
         if judge_model is not None and output.prediction and not error:
             try:
                 record["llm_acc"] = judge(judge_model, question, output.prediction)
-            except ARagError as exc:
-                record["llm_acc"], record["judge_error"] = None, str(exc)
+            except Exception as exc:  # a failed judgement is recorded; the answer stands
+                record["llm_acc"], record["judge_error"] = None, str(exc) if isinstance(exc, ARagError) else repr(exc)
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with lock, results_path.open("a", encoding="utf-8") as handle:
             handle.write(line)

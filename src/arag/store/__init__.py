@@ -30,6 +30,12 @@ class ChunkRecord:
 
 
 @dataclass(slots=True)
+class FileDigest:
+    size: int
+    sha256: str
+
+
+@dataclass(slots=True)
 class Manifest:
     format_version: int
     generation: int
@@ -41,6 +47,9 @@ class Manifest:
     created_at: str
     arag_version: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # size and sha256 of every file of the generation, by path relative to the index directory
+    files: dict[str, FileDigest] = field(default_factory=dict)
+
 
 
 @dataclass(slots=True)

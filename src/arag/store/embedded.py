@@ -20,6 +20,7 @@ generation as the current one. Nothing is pickled.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import heapq
 import json
 import os
@@ -27,8 +28,9 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -36,9 +38,11 @@ from pathlib import Path
 import numpy as np
 
 from arag.errors import IndexFormatError, IndexNotFoundError
-from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, Manifest, ivf
+from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, FileDigest, Manifest, ivf
 
 MANIFEST = "manifest.json"
+WRITER_LOCK = ".writer.lock"
+DATABASE = "chunks.sqlite"  # also the file readers hold a shared flock on, so no writer removes their generation
 I8_SCALE = 127.0
 _SCHEMA = """
 CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
@@ -57,11 +61,18 @@ def read_manifest(index_dir: Path) -> Manifest:
     path = index_dir / MANIFEST
     if not path.is_file():
         raise IndexNotFoundError(f"no index at {index_dir} (run: arag index SOURCE... --index {index_dir})")
+    from pydantic import TypeAdapter, ValidationError
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        manifest = Manifest(**data)
-    except (ValueError, TypeError) as exc:
-        raise IndexFormatError(f"{path} is not a valid a-rag manifest: {exc}") from None
+        manifest = TypeAdapter(Manifest).validate_python(data)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = _validation_summary(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise IndexFormatError(
+            f"{path} is not a valid a-rag manifest ({problem}); re-index the sources with --rebuild"
+        ) from None
+    if not isinstance(manifest.embedder.get("name"), str) or manifest.generation < 1:
+        raise IndexFormatError(f"{path} is not a valid a-rag manifest; re-index the sources with --rebuild")
     # version 2 differs only in the approximate-search files (HNSW then): flat version-2 indexes still read
     if manifest.format_version != FORMAT_VERSION and not (manifest.format_version == 2 and not manifest.ann):
         raise IndexFormatError(
@@ -69,6 +80,58 @@ def read_manifest(index_dir: Path) -> Manifest:
             f"version {FORMAT_VERSION} (re-index the sources with --rebuild)"
         )
     return manifest
+
+
+def _validation_summary(exc: Exception) -> str:
+    errors = exc.errors()  # type: ignore[attr-defined]
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"]) or "manifest"
+    return f"{where}: {first['msg']}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
+def _acquire_generation(index_dir: Path) -> tuple[Manifest, Path, int]:
+    """The current generation, with a shared lock on it that keeps writers from removing it.
+
+    A writer may commit a newer generation and try to remove this one at any moment: it removes only
+    generations it can lock exclusively, renaming them away while it holds that lock, so a reader that
+    locked its file and still finds it in place has a generation that stays until it lets go."""
+    for _attempt in range(100):
+        manifest = read_manifest(index_dir)
+        path = _generation_dir(index_dir, manifest.generation)
+        try:
+            fd = os.open(path / DATABASE, os.O_RDONLY)
+        except FileNotFoundError:
+            if not path.is_dir() and _current_generation(index_dir) == manifest.generation:
+                raise IndexFormatError(
+                    f"index {index_dir} is damaged: {path.name} is missing; re-index the sources with --rebuild"
+                ) from None
+            if path.is_dir():
+                raise IndexFormatError(
+                    f"index {index_dir} is damaged: {path.name}/{DATABASE} is missing; "
+                    "re-index the sources with --rebuild"
+                ) from None
+            continue  # replaced by a newer generation between reading the manifest and opening it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            if os.stat(path / DATABASE).st_ino == os.fstat(fd).st_ino:
+                return manifest, path, fd
+        except (BlockingIOError, FileNotFoundError):
+            pass  # a writer is removing this generation: read the manifest again
+        os.close(fd)
+        time.sleep(0.005)
+    raise IndexFormatError(f"index {index_dir} kept changing while it was opened; try again")
+
+
+def _sha256_of(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+            if progress:
+                progress(len(block))
+    return digest.hexdigest()
 
 
 def _current_generation(index_dir: Path) -> int:
@@ -112,41 +175,137 @@ class EmbeddedStore:
 
     def __init__(self, index_dir: Path, threads: int = 2, probes: int = ivf.DEFAULT_PROBES) -> None:
         self.index_dir = Path(index_dir)
-        self.manifest = read_manifest(self.index_dir)
-        self.path = _generation_dir(self.index_dir, self.manifest.generation)
-        if not self.path.is_dir():
-            raise IndexFormatError(f"index {index_dir} is damaged: {self.path.name} is missing")
+        # held for this reader's whole life: the generation it reads is never removed under it
+        self._lock_fd: int | None = None
+        self.manifest, self.path, self._lock_fd = _acquire_generation(self.index_dir)
         self.threads = threads
         self.probes = probes
         self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
         self._executor: ThreadPoolExecutor | None = None
         self._has_trigram_df: bool | None = None
         self._norm_cache: np.ndarray | None = None
         self._ivf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         try:
-            self._offsets = _mapped(self.path / "sent_offsets.npy")
-            self._spans = _mapped(self.path / "sent_spans.npy")
-            self._vectors = _mapped(self.path / "vectors.npy")
+            self._check_sizes()
+            self._offsets = self._array("sent_offsets.npy")
+            self._spans = self._array("sent_spans.npy")
+            self._vectors = self._array("vectors.npy")
             if self.manifest.ann:
                 # centroids, list offsets, row of each stored position, stored position of each row
                 self._ivf = (
-                    np.load(self.path / "ivf_centroids.npy"),
-                    np.load(self.path / "ivf_offsets.npy"),
-                    _mapped(self.path / "ivf_order.npy"),
-                    _mapped(self.path / "ivf_positions.npy"),
+                    np.array(self._array("ivf_centroids.npy")),
+                    np.array(self._array("ivf_offsets.npy")),
+                    self._array("ivf_order.npy"),
+                    self._array("ivf_positions.npy"),
                 )
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"index {index_dir} is damaged: {exc}") from None
-        self._n_chunks = len(self._offsets) - 1
+            self._n_chunks = len(self._offsets) - 1
+            self._check_shapes()
+            with self._db_errors():
+                last = self._db.execute("SELECT max(row) FROM chunks").fetchone()[0]
+            if (last if last is not None else -1) != self._n_chunks - 1:
+                held = 0 if last is None else last + 1
+                raise self._damaged(DATABASE, f"it holds {held} chunks, not {self._n_chunks}")
+        except BaseException:
+            self.close()
+            raise
+
+    def _damaged(self, name: str, detail: str) -> IndexFormatError:
+        return IndexFormatError(
+            f"index {self.index_dir} is damaged: {self.path.name}/{name}: {detail}; "
+            "re-index the sources with --rebuild (arag info --verify checks every file)"
+        )
+
+    def _check_sizes(self) -> None:
+        """Cheap checks on open: every recorded file exists with its recorded size (hashes: :meth:`verify`)."""
+        for relative, digest in self.manifest.files.items():
+            path = self.index_dir / relative
+            try:
+                size = path.stat().st_size
+            except OSError:
+                raise self._damaged(Path(relative).name, "the file is missing") from None
+            if size != digest.size:
+                raise self._damaged(Path(relative).name, f"{size} bytes, expected {digest.size}")
+
+    def _array(self, name: str) -> np.ndarray:
+        try:
+            return _mapped(self.path / name)
+        except FileNotFoundError:
+            raise self._damaged(name, "the file is missing") from None
+        except (OSError, ValueError, EOFError) as exc:
+            raise self._damaged(name, f"not a readable NumPy array ({' '.join(str(exc).split())[:200]})") from None
+
+    def _check_shapes(self) -> None:
+        counts = self.manifest.counts
+        offsets, spans, vectors = self._offsets, self._spans, self._vectors
+        if offsets.ndim != 1 or len(offsets) < 1 or offsets.dtype.kind not in "iu":
+            raise self._damaged("sent_offsets.npy", "wrong shape or type")
+        n_sentences = int(offsets[-1])
+        if "chunks" in counts and len(offsets) - 1 != counts["chunks"]:
+            raise self._damaged("sent_offsets.npy", f"{len(offsets) - 1} chunks, the manifest says {counts['chunks']}")
+        if int(offsets[0]) != 0 or ("sentences" in counts and n_sentences != counts["sentences"]):
+            raise self._damaged("sent_offsets.npy", "sentence offsets do not match the manifest")
+        if spans.ndim != 2 or spans.shape != (n_sentences, 2):
+            raise self._damaged("sent_spans.npy", f"shape {spans.shape}, expected ({n_sentences}, 2)")
+        dims = self.manifest.embedder.get("dims")
+        expected_dtype = {"f32": np.float32, "f16": np.float16, "i8": np.int8}.get(self.manifest.vector_dtype)
+        if vectors.ndim != 2 or len(vectors) != n_sentences or (isinstance(dims, int) and vectors.shape[1] != dims):
+            raise self._damaged("vectors.npy", f"shape {vectors.shape}, expected ({n_sentences}, {dims})")
+        if expected_dtype is not None and vectors.dtype != expected_dtype:
+            raise self._damaged("vectors.npy", f"dtype {vectors.dtype}, expected {self.manifest.vector_dtype}")
+        if self._ivf is not None:
+            centroids, list_offsets, order, positions = self._ivf
+            if (
+                len(order) != n_sentences
+                or len(positions) != n_sentences
+                or list_offsets.ndim != 1
+                or len(list_offsets) != len(centroids) + 1
+                or (len(list_offsets) and int(list_offsets[-1]) != n_sentences)
+            ):
+                raise self._damaged("ivf_*.npy", "the inverted-file arrays do not match the vectors")
+
+    @contextlib.contextmanager
+    def _db_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(DATABASE, f"SQLite: {exc}") from None
+
+    def verify(self, progress: Callable[[int], None] | None = None) -> list[str]:
+        """Problems found by hashing every file against the manifest (empty list: the index is intact)."""
+        if not self.manifest.files:
+            return [
+                f"{self.index_dir}: the manifest records no checksums (written by an older a-rag); "
+                "re-index with --rebuild to record them"
+            ]
+        problems = []
+        for relative, digest in self.manifest.files.items():
+            path = self.index_dir / relative
+            try:
+                actual = _sha256_of(path, progress)
+            except OSError as exc:
+                problems.append(f"{relative}: cannot be read ({exc.strerror})")
+                continue
+            if actual != digest.sha256:
+                problems.append(f"{relative}: sha256 differs from the manifest: the file is damaged")
+        listed = {Path(r).name for r in self.manifest.files}
+        for entry in sorted(self.path.iterdir()):
+            if entry.name not in listed:
+                problems.append(f"{self.path.name}/{entry.name}: not recorded in the manifest")
+        return problems
 
     # SQLite connections are per thread: the MCP server and eval workers call from several threads.
     @property
     def _db(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            uri = f"file:{self.path / 'chunks.sqlite'}?mode=ro&immutable=1"
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            if self._lock_fd is None:
+                raise IndexFormatError(f"index {self.index_dir} was closed")
+            uri = f"file:{self.path / DATABASE}?mode=ro&immutable=1"
+            with self._db_errors():
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             self._local.conn = conn
+            self._connections.append(conn)
         return conn
 
     @property
@@ -158,6 +317,10 @@ class EmbeddedStore:
         return int(self._offsets[-1])
 
     def rows_for_ids(self, chunk_ids: Iterable[str]) -> dict[str, int]:
+        with self._db_errors():
+            return self._rows_for_ids(chunk_ids)
+
+    def _rows_for_ids(self, chunk_ids: Iterable[str]) -> dict[str, int]:
         ids = list(dict.fromkeys(chunk_ids))
         found: dict[str, int] = {}
         for begin in range(0, len(ids), 500):
@@ -203,6 +366,10 @@ class EmbeddedStore:
         return out
 
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
+        with self._db_errors():
+            return self._chunks(rows)
+
+    def _chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
         wanted = sorted({int(r) for r in rows})
         out: dict[int, ChunkRecord] = {}
         for begin in range(0, len(wanted), 500):
@@ -214,22 +381,32 @@ class EmbeddedStore:
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
         for begin in range(0, self._n_chunks, batch):
-            yield from self._records(
-                f"{self._SELECT} WHERE c.row >= ? AND c.row < ? ORDER BY c.row", [begin, begin + batch]
-            )
+            with self._db_errors():
+                records = self._records(
+                    f"{self._SELECT} WHERE c.row >= ? AND c.row < ? ORDER BY c.row", [begin, begin + batch]
+                )
+            yield from records
 
     def documents(self) -> list[DocumentRecord]:
-        return [
-            DocumentRecord(*row)
-            for row in self._db.execute("SELECT doc_id, source, title, content_hash FROM docs ORDER BY doc_row")
-        ]
+        with self._db_errors():
+            return [
+                DocumentRecord(*row)
+                for row in self._db.execute("SELECT doc_id, source, title, content_hash FROM docs ORDER BY doc_row")
+            ]
 
     def sentence_hashes(self) -> np.ndarray:
         """uint64 hash of each sentence's text, aligned with sentence rows (for reusing embeddings)."""
-        return np.load(self.path / "sent_hash.npy", mmap_mode="r")
+        hashes = self._array("sent_hash.npy")
+        if hashes.shape != (self.n_sentences,):
+            raise self._damaged("sent_hash.npy", f"shape {hashes.shape}, expected ({self.n_sentences},)")
+        return hashes
 
     def doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
         """For each document, its chunk row range [begin, end)."""
+        with self._db_errors():
+            return self._doc_chunk_rows()
+
+    def _doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
         return {
             doc_id: (lo, hi + 1)
             for doc_id, lo, hi in self._db.execute(
@@ -239,6 +416,10 @@ class EmbeddedStore:
         }
 
     def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+        with self._db_errors():
+            return self._keyword_scores(keywords, top_k)
+
+    def _keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
         """Candidates from the trigram index, then exact counts of non-overlapping occurrences (``str.count``)
         in the lower-cased text. SQLite's lower() folds ASCII only, so chunks where that differs from Python's
         str.lower() store their own lower-cased copy (``text_lower``); fetching rows dominates the cost, and
@@ -334,7 +515,9 @@ class EmbeddedStore:
         if self._norm_cache is None:
             path = self.path / "vector_norms.npy"
             if path.exists():
-                norms = np.load(path)
+                norms = np.array(self._array("vector_norms.npy"), dtype=np.float32)
+                if norms.shape != (len(self._vectors),):
+                    raise self._damaged("vector_norms.npy", f"shape {norms.shape}, expected ({len(self._vectors)},)")
             else:
                 assert self._vectors is not None
                 norms = _row_norms(self._vectors)
@@ -363,13 +546,25 @@ class EmbeddedStore:
         return rows[best_first], scores[top][best_first].astype(np.float32)
 
     def close(self) -> None:
+        """Release the generation; a generation a writer left behind for this reader is removed then."""
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        for conn in self._connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._connections.clear()
+        self._local = threading.local()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            with contextlib.suppress(OSError, IndexFormatError, IndexNotFoundError):
+                remove_stale_generations(self.index_dir, keep=read_manifest(self.index_dir).generation)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
 
 
 def _mapped(path: Path) -> np.ndarray:
@@ -419,6 +614,7 @@ class GenerationWriter:
     def __init__(self, index_dir: Path, manifest_base: dict[str, object]) -> None:
         self.index_dir = Path(index_dir)
         self.index_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = _writer_lock(self.index_dir)
         # Only the generation number is needed, so an index of another format version can be rebuilt in place.
         self.generation = _current_generation(self.index_dir) + 1
         while _generation_dir(self.index_dir, self.generation).exists():
@@ -504,10 +700,12 @@ class GenerationWriter:
 
         from arag import __version__
 
-        for file in self.tmp.iterdir():
+        target = _generation_dir(self.index_dir, self.generation)
+        files: dict[str, FileDigest] = {}
+        for file in sorted(self.tmp.iterdir()):
             with file.open("rb") as handle:
                 os.fsync(handle.fileno())
-        target = _generation_dir(self.index_dir, self.generation)
+            files[f"{target.name}/{file.name}"] = FileDigest(file.stat().st_size, _sha256_of(file))
         os.replace(self.tmp, target)
         _fsync_dir(self.index_dir)
         manifest = Manifest(
@@ -521,6 +719,7 @@ class GenerationWriter:
             created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             arag_version=__version__,
             extra=dict(self._manifest_base.get("extra") or {}),  # type: ignore[call-overload]
+            files=files,
         )
         tmp_manifest = self.index_dir / f".{MANIFEST}.tmp"
         with tmp_manifest.open("w", encoding="utf-8") as handle:
@@ -529,19 +728,55 @@ class GenerationWriter:
             os.fsync(handle.fileno())
         os.replace(tmp_manifest, self.index_dir / MANIFEST)
         _fsync_dir(self.index_dir)
-        remove_stale_generations(self.index_dir, keep=self.generation)
+        remove_stale_generations(self.index_dir, keep=self.generation, writer=True)
+        self._release()
         return manifest
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):
             self._db.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
 
-def remove_stale_generations(index_dir: Path, keep: int) -> None:
-    """Delete generations other than ``keep`` and leftovers of interrupted writes."""
+def _writer_lock(index_dir: Path) -> int:
+    fd = os.open(index_dir / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise IndexFormatError(
+            f"another process is writing the index {index_dir}; wait for it to finish, then run again"
+        ) from None
+    return fd
+
+
+def remove_stale_generations(index_dir: Path, keep: int, writer: bool = False) -> None:
+    """Delete generations other than ``keep`` that no reader holds, and (for the writer holding the writer
+    lock) leftovers of interrupted writes. A generation a reader holds stays until that reader closes."""
+    keep_name = _generation_dir(index_dir, keep).name
     for entry in index_dir.iterdir():
-        if entry.name.startswith(".tmp-gen-") or (
-            entry.name.startswith("gen-") and entry.name != _generation_dir(index_dir, keep).name
-        ):
+        if entry.name.startswith(".trash-") or (writer and entry.name.startswith(".tmp-gen-")):
             shutil.rmtree(entry, ignore_errors=True)
+        elif entry.name.startswith("gen-") and entry.name != keep_name:
+            try:
+                fd = os.open(entry / DATABASE, os.O_RDONLY)
+            except FileNotFoundError:
+                if writer:
+                    shutil.rmtree(entry, ignore_errors=True)
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # renamed while locked: a reader that opened the file before now finds it gone and retries
+                trash = index_dir / f".trash-{entry.name}-{os.getpid()}-{time.monotonic_ns()}"
+                os.rename(entry, trash)
+            except OSError:
+                continue  # in use by a reader (or not ours to remove)
+            finally:
+                os.close(fd)
+            shutil.rmtree(trash, ignore_errors=True)
