@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -56,8 +57,30 @@ def embeddings(texts: list[str] | str, dims: int = 8) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Raw:
+    """A reply sent byte for byte: any status, any body (not necessarily JSON)."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+
+
+@dataclass
+class Hang:
+    """Accept the request and never answer (until the server closes)."""
+
+
+@dataclass
+class Drip:
+    """Send headers, then one byte of a never-ending body every ``interval_s``."""
+
+    interval_s: float = 0.2
+
+
 class ScriptedServer:
-    """Each POST to /v1/chat/completions pops the next queued reply: a completion dict, or (status, body)."""
+    """Each POST to /v1/chat/completions pops the next queued reply: a completion dict, (status, body[, headers]),
+    or a fault: :class:`Raw`, :class:`Hang`, :class:`Drip`."""
 
     def __init__(self) -> None:
         self.replies: list[Any] = []
@@ -65,6 +88,7 @@ class ScriptedServer:
         self.default: Any = None  # used when the queue is empty (e.g. a model that never stops)
         self.embedding_requests: list[dict[str, Any]] = []
         self.delay_s = 0.0  # per request, to make a run slow enough to be killed mid-way
+        self.stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -78,6 +102,9 @@ class ScriptedServer:
                 else:
                     server.requests.append(body)
                     reply = server.replies.pop(0) if server.replies else server.default
+                if isinstance(reply, (Raw, Hang, Drip)):
+                    self._fault(reply)
+                    return
                 status, payload, headers = 200, reply, {}
                 if isinstance(reply, tuple):
                     status, payload = reply[0], reply[1]
@@ -91,6 +118,28 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _fault(self, reply: Raw | Hang | Drip) -> None:
+                if isinstance(reply, Hang):
+                    server.stopping.wait()
+                    return
+                if isinstance(reply, Raw):
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                try:
+                    while not server.stopping.wait(reply.interval_s):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                except OSError:
+                    pass  # the client gave up
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -100,5 +149,6 @@ class ScriptedServer:
         self._thread.start()
 
     def close(self) -> None:
+        self.stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()

@@ -53,3 +53,105 @@ def test_errors_are_one_clear_line(tmp_path: Path) -> None:
     bad_embedder = arag("index", str(FIXTURES / "guide.md"), "--index", str(tmp_path / "j"), "--embedder", "nope")
     assert bad_embedder.returncode == 1 and "unknown embedder" in bad_embedder.stderr
     assert "Traceback" not in bad_embedder.stderr
+
+
+def test_version_and_every_option_has_help_and_default() -> None:
+    import click
+    import typer.main
+
+    from arag import __version__
+    from arag.cli import app
+
+    version = arag("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"a-rag {__version__}"
+
+    def walk(command: click.Command, path: str) -> list[tuple[str, click.Option]]:
+        found = [(path, p) for p in command.params if isinstance(p, click.Option)]
+        for name, sub in getattr(command, "commands", {}).items():
+            found += walk(sub, f"{path} {name}")
+        return found
+
+    missing = []
+    for path, option in walk(typer.main.get_command(app), "arag"):
+        if option.name in ("help", "version"):
+            continue
+        has_default = "[default:" in (option.help or "") or (
+            option.default not in (None, False) and option.show_default
+        )
+        if not option.help or (not option.is_flag and not has_default):
+            missing.append(f"{path} {option.opts[0]}")
+    assert missing == []
+
+
+def test_cli_validates_like_the_tools(tmp_path: Path) -> None:
+    idx = str(tmp_path / "idx")
+    assert arag("index", str(FIXTURES / "guide.md"), "--index", idx, "--embedder", "fake").returncode == 0
+    for args, message in (
+        (["search", "keyword", "x", "--top-k", "0"], "--top-k"),
+        (["search", "keyword", "x", "--top-k", "-3"], "--top-k"),
+        (["search", "keyword", "  "], "the keyword list is empty"),
+        (["search", "semantic", ""], "the query is empty"),
+        (["read", " "], "the chunk id list is empty"),
+        (["ask", "   "], "the question is empty"),
+    ):
+        proc = arag(*args, "--index", idx)
+        assert proc.returncode in (1, 2) and message in proc.stderr and "Traceback" not in proc.stderr, args
+
+
+def test_errors_are_never_hard_wrapped(tmp_path: Path) -> None:
+    deep = tmp_path / ("a-very-long-folder-name-" * 8) / "index"
+    proc = arag("search", "keyword", "x", "--index", str(deep))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1 and str(deep) in lines[0]
+
+
+def test_index_skips_bad_sources_once_and_strict_writes_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "good.md").write_text("Head gardener Ottoline Varga keeps the roses. She starts at dawn.")
+    (folder / "binary.txt").write_bytes(b"\x00\x01\x02")
+    (folder / "broken.json").write_text("{")
+    (folder / "photo.xyz").write_text("?")
+    idx = tmp_path / "idx"
+    proc = arag("index", str(folder), "--index", str(idx), "--embedder", "fake")
+    assert proc.returncode == 2, proc.stderr
+    for name in ("binary.txt", "broken.json", "photo.xyz"):
+        assert proc.stderr.count(name) == 1, proc.stderr
+    assert "indexed 1 documents" in proc.stderr
+    hits = json.loads(arag("search", "keyword", "Ottoline", "--index", str(idx), "--json").stdout)
+    assert [h["chunk_id"] for h in hits] == ["notes/good.md#0"]
+    strict = arag("index", str(folder), "--index", str(tmp_path / "strict"), "--embedder", "fake", "--strict")
+    assert strict.returncode == 1 and "nothing written (--strict): 3 unreadable source(s)" in strict.stderr
+    assert not (tmp_path / "strict" / "manifest.json").exists()
+
+
+def test_unknown_environment_variable_warns(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "ARAG_MAX_STEPS": "3"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "arag", "info", "--index", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert "warning: ARAG_MAX_STEPS is not an a-rag setting; ignored" in proc.stderr
+
+
+def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = {"method": "direct", "dataset": "d", "questions": 2, "contain_acc": 0.5, "max_steps": None}
+    (run / "summary.json").write_text(json.dumps(summary))
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; sys.argv = ['arag', *sys.argv[1:]]; "
+        "from arag.cli import main; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "eval", "report", str(run), "--out", str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "plots skipped: the plots need matplotlib: pip install 'a-rag[eval]'" in proc.stderr
+    assert "| Direct answer | – | 50.0 |" in (tmp_path / "report" / "report.md").read_text()

@@ -85,12 +85,14 @@ def cli_env(server: ScriptedServer, cache: Path) -> dict[str, str]:
     }
 
 
-def run_cli(*args: str, server: ScriptedServer, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, server: ScriptedServer, cache: Path, timeout: float = 300, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arag", *args],
         capture_output=True,
         text=True,
-        env=cli_env(server, cache),
+        env={**cli_env(server, cache), **(extra_env or {})},
         timeout=timeout,
     )
 

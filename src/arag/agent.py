@@ -117,6 +117,7 @@ class Agent:
         self.json_actions = json_actions if json_actions is not None else mode == "json"
         self.system_prompt = load_system_prompt(self.settings)
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
+        self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
 
     def run(self, question: str) -> AgentResult:
         question = check_question(question)
@@ -252,6 +253,8 @@ class Agent:
         first: bool = False,
     ) -> ChatTurn:
         started = time.perf_counter()
+        if self.on_model_call:
+            self.on_model_call(len(model_calls))
         if self.json_actions:
             # A small model answers from memory unless its first action must be a retrieval.
             fmt = action_schema(None if final else toolkit, allow_answer=not first)
@@ -324,7 +327,7 @@ def _safe_args(arguments: Any) -> dict[str, Any]:
 def check_question(question: str) -> str:
     """The question, stripped; an empty or oversized one is rejected before any model is loaded."""
     if not isinstance(question, str) or not question.strip():
-        raise InputError("the question is empty: ask something, e.g. arag ask \"Who wrote Hamlet?\" --index DIR")
+        raise InputError('the question is empty: ask something, e.g. arag ask "Who wrote Hamlet?" --index DIR')
     question = question.strip()
     if len(question) > MAX_QUESTION_CHARS:
         raise InputError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")

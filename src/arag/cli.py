@@ -9,8 +9,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from arag.errors import ARagError
+from arag.errors import ARagError, InputError
+from arag.settings import AgentSettings, IndexSettings, LLMSettings, describe
 
 # rich_markup_mode=None: usage errors are one plain "Error: ..." line, not a panel hard-wrapped at 80 columns
 app = typer.Typer(
@@ -27,9 +29,74 @@ app.add_typer(eval_app, name="eval")
 err = Console(stderr=True, soft_wrap=True)  # never hard-wrap: people grep logs and paste paths
 out = Console(soft_wrap=True)
 
-IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory.")]
+
+def _say(label: str, text: str, console: Console = err) -> None:
+    """``label: text`` with only the label styled: the text (paths, ids, "a-rag[eval]") is printed as it is."""
+    console.print(f"{label}: {escape(text)}" if label else escape(text), highlight=False)
+
+
+IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory (made by arag index).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings file (JSON or TOML).")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="Settings file (JSON or TOML); flags and ARAG_* variables win.")
+]
+TopKOpt = Annotated[int, typer.Option("--top-k", "-k", min=1, max=1000, help="Number of chunks to return (1-1000).")]
+MaxStepsOpt = Annotated[
+    int | None,
+    typer.Option("--max-steps", min=1, max=200, help=describe(AgentSettings, "max_steps", "ARAG_AGENT__MAX_STEPS")),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Model name at the endpoint. [default: none: the embedded local model; env ARAG_MODEL]"),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible endpoint base URL. [default: none: the embedded local model; env ARAG_BASE_URL]"
+    ),
+]
+LocalModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Embedded model when no endpoint is set: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF file path. "
+        "[default: qwen2.5-coder-1.5b; env ARAG_LOCAL_MODEL]"
+    ),
+]
+ActionModeOpt = Annotated[
+    str | None, typer.Option(help=describe(AgentSettings, "action_mode", "ARAG_AGENT__ACTION_MODE"))
+]
+CorpusOpt = Annotated[str, typer.Option(help="auto, chunks (A-RAG chunks.json) or corpus (passages).")]
+ThreadsOpt = Annotated[
+    int | None, typer.Option(min=1, max=256, help=describe(IndexSettings, "threads", "ARAG_INDEX__THREADS"))
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from arag import __version__
+
+        sys.stdout.write(f"a-rag {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """A-RAG: agentic retrieval over hierarchical retrieval interfaces."""
+    from arag.settings import unknown_environment
+
+    for name in unknown_environment():
+        _say("[yellow]warning[/yellow]", f"{name} is not an a-rag setting; ignored")
+
+
+def _nonempty(values: list[str], what: str) -> list[str]:
+    kept = [v for v in values if v.strip()]
+    if not kept:
+        raise InputError(f"the {what} is empty")
+    return kept
 
 
 def _print_json(data: Any) -> None:
@@ -53,18 +120,33 @@ def _open_index(index: Path, threads: int | None = None, probes: int | None = No
 def index(
     sources: Annotated[list[Path], typer.Argument(help="Files and folders to index.")],
     index_dir: IndexOpt,
-    chunk_tokens: Annotated[int | None, typer.Option(help="Target tokens per chunk (default 1000).")] = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder spec (see docs).")] = None,
-    vector_dtype: Annotated[str | None, typer.Option(help="f32, f16 or i8.")] = None,
-    ann: Annotated[
-        bool | None, typer.Option("--ann/--no-ann", help="Also build an IVF index for approximate search.")
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(min=16, max=100_000, help="Target tokens per chunk (cl100k_base). [default: 1000]"),
     ] = None,
-    threads: Annotated[int | None, typer.Option(help="CPU threads.")] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help=describe(IndexSettings, "embedder", "ARAG_INDEX__EMBEDDER"))
+    ] = None,
+    vector_dtype: Annotated[
+        str | None, typer.Option(help=describe(IndexSettings, "vector_dtype", "ARAG_INDEX__VECTOR_DTYPE"))
+    ] = None,
+    ann: Annotated[
+        bool | None, typer.Option("--ann/--no-ann", help=describe(IndexSettings, "ann", "ARAG_INDEX__ANN"))
+    ] = None,
+    threads: ThreadsOpt = None,
     rebuild: Annotated[bool, typer.Option(help="Start a new index instead of adding to it.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Write nothing if any source cannot be read (exit 1).")
+    ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Index files and folders (.txt .md .html .pdf .jsonl, and A-RAG/HippoRAG/GraphRAG-Bench JSON)."""
+    """Index files and folders (.txt .md .html .pdf .jsonl, and A-RAG/HippoRAG/GraphRAG-Bench JSON).
+
+    Sources that cannot be read are reported once each on stderr and skipped. Exit status: 0 when every
+    source was indexed; 2 when the index was written without the sources reported; 1 when nothing was
+    written (an error, or any unreadable source with --strict).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from arag.indexing import build_index
@@ -92,9 +174,9 @@ def index(
             task = bar.add_task(name, total=total)
             return lambda n: bar.advance(task, n)
 
-        report = build_index(sources, index_dir, settings.index, rebuild=rebuild, progress=stage)
+        report = build_index(sources, index_dir, settings.index, rebuild=rebuild, progress=stage, strict=strict)
     for problem in report.problems:
-        err.print(f"[red]error[/red]: {problem}", highlight=False)
+        _say("[yellow]skipped[/yellow]", str(problem))
     summary = {
         "index": str(index_dir),
         "documents": report.documents,
@@ -114,11 +196,14 @@ def index(
         err.print(
             f"indexed {report.documents} documents, {report.chunks} chunks, {report.sentences} sentences "
             f"({len(report.added)} added, {len(report.replaced)} replaced, {report.unchanged} unchanged; "
-            f"embedded {report.embedded}, reused {report.reused_vectors}) → {index_dir}",
+            f"embedded {report.embedded}, reused {report.reused_vectors}) → {escape(str(index_dir))}",
             highlight=False,
         )
     if report.problems:
-        raise typer.Exit(1)
+        err.print(
+            f"{len(report.problems)} source(s) skipped (see above); --strict makes that an error", highlight=False
+        )
+        raise typer.Exit(2)
 
 
 def _print_hits(hits: list[Any], as_json: bool) -> None:
@@ -128,7 +213,7 @@ def _print_hits(hits: list[Any], as_json: bool) -> None:
     if not hits:
         out.print("no matching chunks")
     for hit in hits:
-        out.print(f"[bold]{hit.chunk_id}[/bold]  score {hit.score:.4g}", highlight=False)
+        out.print(f"[bold]{escape(hit.chunk_id)}[/bold]  score {hit.score:.4g}", highlight=False)
         for snippet in hit.snippets:
             out.print(f"   {' '.join(snippet.split())[:300]}", highlight=False, markup=False)
 
@@ -137,10 +222,11 @@ def _print_hits(hits: list[Any], as_json: bool) -> None:
 def search_keyword(
     keywords: Annotated[list[str], typer.Argument(help="Keywords (exact, case-insensitive).")],
     index_dir: IndexOpt,
-    top_k: Annotated[int, typer.Option("--top-k", "-k")] = 5,
+    top_k: TopKOpt = 5,
     as_json: JsonOpt = False,
 ) -> None:
     """Keyword search: score = Σ count(k) · len(k)."""
+    keywords = _nonempty(keywords, "keyword list")
     _print_hits(_open_index(index_dir).keyword_search(keywords, top_k), as_json)
 
 
@@ -148,33 +234,42 @@ def search_keyword(
 def search_semantic(
     query: Annotated[str, typer.Argument(help="Natural-language query.")],
     index_dir: IndexOpt,
-    top_k: Annotated[int, typer.Option("--top-k", "-k")] = 5,
+    top_k: TopKOpt = 5,
     approximate: Annotated[
         bool, typer.Option("--approximate", help="Scan only the nearest IVF lists (index built with --ann).")
     ] = False,
-    probes: Annotated[int | None, typer.Option(help="IVF lists scanned (with --approximate).")] = None,
+    probes: Annotated[
+        int | None,
+        typer.Option(min=1, max=65536, help=describe(IndexSettings, "ann_probes", "ARAG_INDEX__ANN_PROBES")),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Semantic search: chunk score = its best sentence's cosine."""
+    query = _nonempty([query], "query")[0]
     idx = _open_index(index_dir, probes=probes)
     _print_hits(idx.semantic_search(query, top_k, exact=not approximate), as_json)
 
 
 @app.command()
 def read(
-    chunk_ids: Annotated[list[str], typer.Argument(help="Chunk ids.")],
+    chunk_ids: Annotated[
+        list[str], typer.Argument(help="Chunk ids as search results and export show them, e.g. 'notes.md#0'.")
+    ],
     index_dir: IndexOpt,
     as_json: JsonOpt = False,
 ) -> None:
     """Print chunks by id, with their neighbours' ids."""
-    found, missing = _open_index(index_dir).read(chunk_ids)
+    found, missing = _open_index(index_dir).read(_nonempty(chunk_ids, "chunk id list"))
     if as_json:
         _print_json(
             [{"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id} for r in found]
         )
     else:
         for r in found:
-            out.print(f"[bold]{r.chunk_id}[/bold] (prev {r.prev_id or '-'}, next {r.next_id or '-'})", highlight=False)
+            out.print(
+                f"[bold]{escape(r.chunk_id)}[/bold] (prev {r.prev_id or '-'}, next {r.next_id or '-'})",
+                highlight=False,
+            )
             out.print(r.text, markup=False, highlight=False)
     for chunk_id in missing:
         err.print(f"not found: {chunk_id}", highlight=False, markup=False)
@@ -204,51 +299,95 @@ def export(
 
 
 @app.command()
-def info(index_dir: IndexOpt) -> None:
-    """Print the index manifest."""
+def info(
+    index_dir: IndexOpt,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Check every file against its sha256 in the manifest (exit 1 if damaged).")
+    ] = False,
+) -> None:
+    """Print the index manifest; with --verify, check every file's checksum."""
     from dataclasses import asdict
 
     from arag.store.embedded import read_manifest
 
-    _print_json(asdict(read_manifest(index_dir)))
+    if not verify:
+        _print_json(asdict(read_manifest(index_dir)))
+        return
+    index = _open_index(index_dir)
+    problems = index.store.verify()
+    index.close()
+    for problem in problems:
+        _say("[red]damaged[/red]", problem)
+    if problems:
+        err.print("re-index the sources with --rebuild", highlight=False)
+        raise typer.Exit(1)
+    _say("ok", f"{len(index.manifest.files)} files match their checksums")
 
 
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     index_dir: IndexOpt,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Tool-calling steps (paper: 5-20).")] = None,
-    model: Annotated[str | None, typer.Option(help="Endpoint model name (overrides ARAG_MODEL).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint base URL (overrides ARAG_BASE_URL).")] = None,
-    local_model: Annotated[str | None, typer.Option(help="Embedded model name or GGUF path.")] = None,
-    action_mode: Annotated[str | None, typer.Option(help="auto, native or json.")] = None,
-    parallel_tool_calls: Annotated[bool | None, typer.Option("--parallel-tool-calls/--one-call")] = None,
-    trajectory_file: Annotated[Path | None, typer.Option(help="Append the result as JSON Lines here.")] = None,
+    max_steps: MaxStepsOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalModelOpt = None,
+    action_mode: ActionModeOpt = None,
+    parallel_tool_calls: Annotated[
+        bool | None,
+        typer.Option(
+            "--parallel-tool-calls/--one-call",
+            help=describe(AgentSettings, "parallel_tool_calls", "ARAG_AGENT__PARALLEL_TOOL_CALLS"),
+        ),
+    ] = None,
+    time_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--time-budget", min=1, help=describe(AgentSettings, "time_budget_s", "ARAG_AGENT__TIME_BUDGET_S")
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.1, help=describe(LLMSettings, "timeout_s", "ARAG_LLM__TIMEOUT_S"))
+    ] = None,
+    trajectory_file: Annotated[
+        Path | None, typer.Option(help="Append the result as a JSON line to this file. [default: none]")
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question with the A-RAG agent, showing each step."""
-    from arag.agent import Agent
+    from arag.agent import Agent, check_question
     from arag.runtime import chat_model
+
+    question = check_question(question)
 
     settings = _settings(
         config,
         {
-            "llm": {"model": model, "base_url": base_url},
+            "llm": {"model": model, "base_url": base_url, "timeout_s": timeout},
             "agent": {
                 "max_steps": max_steps,
                 "action_mode": action_mode,
                 "parallel_tool_calls": parallel_tool_calls,
+                "time_budget_s": time_budget,
                 "trajectory_file": str(trajectory_file) if trajectory_file else None,
             },
         },
     )
     idx = _open_index(index_dir, settings.index.threads)
-    chat, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
+    with _status("loading the model…", enabled=not as_json):
+        chat, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
     mode = settings.agent.action_mode
     agent = Agent(idx, chat, settings.agent, json_actions=mode == "json" or (mode == "auto" and embedded))
-    agent.on_step = None if as_json else _show_step
-    result = agent.run(question)
+    if as_json:
+        result = agent.run(question)
+    else:
+        with _status("thinking…") as status:
+            agent.on_step = _show_step
+            agent.on_model_call = lambda step: status.update(
+                f"thinking (model call {step + 1}; max {settings.agent.max_steps} tool steps)…"
+            )
+            result = agent.run(question)
     if settings.agent.trajectory_file:
         with settings.agent.trajectory_file.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
@@ -265,14 +404,46 @@ def ask(
             mark = "verified" if citation["verified"] else "NOT among the chunks retrieved in this run"
             out.print(f"  [{citation['chunk_id']}] {mark}", markup=False, highlight=False)
         if result.error:
-            err.print(f"[red]error[/red]: {result.error}", highlight=False)
+            _say("[red]error[/red]", result.error)
     if result.stop_reason == "error":
         raise typer.Exit(1)
 
 
+class _Status:
+    """A live status line on a terminal; plain progress lines otherwise (logs, pipes), so a slow model is never
+    silent."""
+
+    def __init__(self, text: str, enabled: bool) -> None:
+        self.enabled = enabled
+        self.live = err.status(text) if enabled and err.is_terminal else None
+        if enabled and self.live is None:
+            _say("", f"… {text}")
+
+    def update(self, text: str) -> None:
+        if self.live is not None:
+            self.live.update(text)
+        elif self.enabled:
+            _say("", f"… {text}")
+
+    def __enter__(self) -> _Status:
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+
+def _status(text: str, enabled: bool = True) -> _Status:
+    return _Status(text, enabled)
+
+
 def _show_step(step) -> None:
     first = " ".join(step.observation.split())[:160]
-    err.print(f"[cyan]→ {step.tool}[/cyan] {json.dumps(step.arguments, ensure_ascii=False)}", highlight=False)
+    err.print(
+        f"[cyan]→ {escape(step.tool)}[/cyan] {escape(json.dumps(step.arguments, ensure_ascii=False))}", highlight=False
+    )
     err.print(f"  {first}", markup=False, highlight=False)
 
 
@@ -389,20 +560,24 @@ def eval_run(
         typer.Option(help="direct, naive-rag, arag-naive, arag-full, arag-no-keyword, arag-no-semantic, arag-no-read."),
     ],
     out: Annotated[Path, typer.Option("--out", help="Run directory (resumable).")],
-    limit: Annotated[int | None, typer.Option(help="Number of questions.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Sample --limit questions at random with this seed.")] = None,
-    workers: Annotated[int, typer.Option(help="Questions answered concurrently.")] = 1,
-    max_steps: Annotated[int | None, typer.Option("--max-steps")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Sample --limit questions at random with this seed. [default: the first --limit]")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
+    max_steps: MaxStepsOpt = None,
     judge: Annotated[
         bool, typer.Option("--judge", help="Also compute LLM-Acc (ARAG_JUDGE__* or the agent model).")
     ] = False,
-    naive_top_k: Annotated[int, typer.Option(help="Chunks Naive RAG pastes into the prompt.")] = 5,
-    corpus: Annotated[str, typer.Option(help="auto, chunks (A-RAG chunks.json) or corpus (passages).")] = "auto",
-    index_dir: Annotated[Path | None, typer.Option("--index", help="Use/build the index here.")] = None,
-    model: Annotated[str | None, typer.Option()] = None,
-    base_url: Annotated[str | None, typer.Option()] = None,
-    local_model: Annotated[str | None, typer.Option()] = None,
-    action_mode: Annotated[str | None, typer.Option()] = None,
+    naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG pastes into the prompt.")] = 5,
+    corpus: CorpusOpt = "auto",
+    index_dir: Annotated[
+        Path | None, typer.Option("--index", help="Use/build the index here. [default: a cache entry per corpus]")
+    ] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalModelOpt = None,
+    action_mode: ActionModeOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
@@ -415,18 +590,18 @@ def eval_run(
 
 @eval_app.command("sweep")
 def eval_sweep(
-    dataset: Annotated[Path, typer.Option("--dataset")],
-    method: Annotated[str, typer.Option()],
+    dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder, as for eval run.")],
+    method: Annotated[str, typer.Option(help="Method, as for eval run.")],
     out: Annotated[Path, typer.Option("--out", help="Parent directory; one run per value: OUT/steps-N.")],
     max_steps: Annotated[str, typer.Option("--max-steps", help="Comma-separated values.")] = "5,10,15,20",
-    limit: Annotated[int | None, typer.Option()] = None,
-    seed: Annotated[int | None, typer.Option()] = None,
-    workers: Annotated[int, typer.Option()] = 1,
-    judge: Annotated[bool, typer.Option("--judge")] = False,
-    corpus: Annotated[str, typer.Option()] = "auto",
-    model: Annotated[str | None, typer.Option()] = None,
-    base_url: Annotated[str | None, typer.Option()] = None,
-    local_model: Annotated[str | None, typer.Option()] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sample --limit questions with this seed. [default: none]")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
+    judge: Annotated[bool, typer.Option("--judge", help="Also compute LLM-Acc.")] = False,
+    corpus: CorpusOpt = "auto",
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalModelOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20)."""
@@ -466,18 +641,23 @@ def eval_report(
     """Markdown tables (accuracy, efficiency) and PNG plots from finished runs."""
     from arag.eval.report import write_report
 
-    for path in write_report(run_dirs, out or Path("report")):
-        err.print(f"wrote {path}", highlight=False)
+    written, skipped = write_report(run_dirs, out or Path("report"))
+    for path in written:
+        _say("wrote", str(path))
+    for note in skipped:
+        _say("[yellow]warning[/yellow]", note)
 
 
 @eval_app.command("retrieval")
 def eval_retrieval(
-    dataset: Annotated[Path, typer.Option("--dataset")],
-    k: Annotated[int, typer.Option("-k")] = 5,
-    naive_top_k: Annotated[int, typer.Option()] = 5,
-    corpus: Annotated[str, typer.Option()] = "auto",
-    limit: Annotated[int | None, typer.Option()] = None,
-    index_dir: Annotated[Path | None, typer.Option("--index")] = None,
+    dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder, as for eval run.")],
+    k: Annotated[int, typer.Option("-k", min=1, max=1000, help="Recall at this many chunks.")] = 5,
+    naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG would paste.")] = 5,
+    corpus: CorpusOpt = "auto",
+    limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
+    index_dir: Annotated[
+        Path | None, typer.Option("--index", help="Use/build the index here. [default: a cache entry per corpus]")
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Recall@k of gold passages with no LLM: semantic search, Naive RAG's top-k, keyword search on entities."""
@@ -494,7 +674,7 @@ def main() -> None:
     try:
         app()
     except ARagError as exc:
-        err.print(f"[red]error[/red]: {exc}", highlight=False)
+        _say("[red]error[/red]", str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -35,3 +35,7 @@ class TimeBudgetExceeded(LLMError):
 
 class InputError(ARagError):
     """A user input (question, query, keyword, option) is empty or out of range."""
+
+
+class MissingExtraError(ConfigError):
+    """An optional dependency is not installed; the message names the extra that provides it."""

@@ -110,8 +110,10 @@ def build_index(
     embedder: Embedder | None = None,
     rebuild: bool = False,
     progress: StageProgress | None = None,
+    strict: bool = False,
 ) -> IndexReport:
-    """Add ``sources`` to the index at ``index_dir`` (created if missing). Returns what happened."""
+    """Add ``sources`` to the index at ``index_dir`` (created if missing). Returns what happened; sources
+    that cannot be read are skipped and listed in ``report.problems`` (with ``strict``, nothing is written)."""
     report = IndexReport()
     previous: EmbeddedStore | None = None
     if not rebuild:
@@ -128,6 +130,12 @@ def build_index(
             report.problems.append(result)
         else:
             new_docs.extend(result)
+    if strict and report.problems:
+        if previous is not None:
+            previous.close()
+        listed = "; ".join(str(p) for p in report.problems[:5])
+        more = f" (+{len(report.problems) - 5} more)" if len(report.problems) > 5 else ""
+        raise IngestError(f"nothing written (--strict): {len(report.problems)} unreadable source(s): {listed}{more}")
     if not new_docs and previous is None:
         detail = "; ".join(str(p) for p in report.problems[:3])
         raise IngestError(f"nothing to index{': ' + detail if detail else ''}")

@@ -232,8 +232,10 @@ def parse_completion(body: bytes, label: str = "the model endpoint") -> ChatTurn
     A body that is not a JSON object, or an error object, raises :class:`LLMError`. Odd fields are
     coerced: ``message: null`` → an empty reply, numeric or list ``content`` → text, ``arguments`` that are
     not a string → their JSON text (the tool then tells the model what is wrong with them)."""
+    from arag.tools import clean_json_value, loads_bounded
+
     try:
-        data = json.loads(body)
+        data = clean_json_value(loads_bounded(body))
     except (ValueError, RecursionError):
         raise LLMError(f"{label} replied with a body that is not JSON: {_preview(body)}") from None
     if not isinstance(data, dict):
@@ -297,7 +299,9 @@ def _tool_calls(value: Any) -> list[dict[str, Any]]:
 def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    return int(value) if math.isfinite(value) and 0 <= value < 2**53 else 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
 
 
 def _usage(value: Any) -> Usage:

@@ -163,6 +163,32 @@ class Settings(BaseSettings):
         return init_settings, env_settings
 
 
+# read directly by the modules that need them, outside the settings model
+OTHER_ENV = frozenset(
+    {"ARAG_CACHE_DIR", "ARAG_LOCAL_MODEL", "ARAG_HF_DATASET", "ARAG_EMBED_BASE_URL", "ARAG_EMBED_API_KEY"}
+)
+
+
+def unknown_environment(environ: dict[str, str] | None = None) -> list[str]:
+    """``ARAG_*`` variables that no setting reads (a typo would otherwise be silently ignored). Unknown keys
+    below a section (``ARAG_AGENT__MAX_STEP``) are already errors of the settings model."""
+    environ = dict(os.environ) if environ is None else environ
+    sections = {f"ARAG_{name.upper()}" for name in Settings.model_fields}
+    known = sections | OTHER_ENV | {"ARAG_BASE_URL", "ARAG_API_KEY", "ARAG_MODEL"}
+    return sorted(
+        key for key in environ if key.upper().startswith("ARAG_") and key.upper().split("__", 1)[0] not in known
+    )
+
+
+def describe(model: type[BaseModel], name: str, env: str | None = None) -> str:
+    """A CLI option's help from the setting it overrides: its description, default and where else to set it."""
+    field = model.model_fields[name]
+    default = field.get_default(call_default_factory=True)
+    shown = default if not isinstance(default, list) else ",".join(map(str, default))
+    where = f"; env {env}" if env else ""
+    return f"{field.description} [default: {shown}{where}]"
+
+
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():

@@ -247,7 +247,7 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
         if len(arguments) > MAX_ARGUMENTS_JSON:
             raise ToolArgumentError(f"arguments are longer than {MAX_ARGUMENTS_JSON} characters; send short values")
         try:
-            arguments = json.loads(arguments)
+            arguments = loads_bounded(arguments)
         except RecursionError:
             raise ToolArgumentError("arguments are nested too deeply; send a flat JSON object") from None
         except ValueError as exc:  # JSONDecodeError, and integers too long to convert
@@ -258,7 +258,9 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
             f"arguments must be a JSON object with named parameters, not {_json_type(arguments)}; "
             'e.g. {"keywords": ["Lothair II"]}'
         )
-    cleaned = _clean(arguments, 0)
+    if json_depth(arguments, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ToolArgumentError("arguments are nested too deeply; send a flat JSON object")
+    cleaned = clean_json_value(arguments)
     assert isinstance(cleaned, dict)
     return cleaned
 
@@ -266,19 +268,47 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clean(value: Any, depth: int) -> Any:
-    if depth > MAX_JSON_DEPTH:
-        raise ToolArgumentError("arguments are nested too deeply; send a flat JSON object")
+def clean_json_value(value: Any) -> Any:
+    """``value`` with lone UTF-16 surrogates replaced by U+FFFD and integers bounded to 18 digits: no encoder,
+    database or tokenizer accepts the former, and an integer of thousands of digits cannot even be printed."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
-        return {_clean(str(key), depth + 1): _clean(item, depth + 1) for key, item in value.items()}
+        return {clean_json_value(str(key)): clean_json_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(item, depth + 1) for item in value]
+        return [clean_json_value(item) for item in value]
     if isinstance(value, int) and not isinstance(value, bool):
-        # an integer of thousands of digits cannot even be printed (int_max_str_digits); no argument needs 19
         return max(-(10**18), min(10**18, value))
     return value
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """``json.loads`` with integers bounded to 18 digits (json refuses, or spends quadratic time on, integers of
+    thousands of digits; no field a-rag reads needs more)."""
+    return json.loads(text, parse_int=_bounded_int)
+
+
+def _bounded_int(digits: str) -> int:
+    magnitude = digits.lstrip("-")
+    if len(magnitude) > 18:
+        return -(10**18) if digits.startswith("-") else 10**18
+    return int(digits)
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """Nesting depth of a JSON value, counted iteratively and no further than ``limit + 1``."""
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def _json_type(value: Any) -> str:

@@ -72,7 +72,12 @@ def markdown(runs: list[dict[str, Any]]) -> str:
 
 
 def plots(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    import matplotlib
+    from arag.errors import MissingExtraError
+
+    try:
+        import matplotlib
+    except ImportError:
+        raise MissingExtraError("the plots need matplotlib: pip install 'a-rag[eval]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -133,9 +138,15 @@ def _save(fig: Any, ax: Any, xlabel: str, title: str, path: Path) -> Path:
     return path
 
 
-def write_report(run_dirs: list[Path], out_dir: Path) -> list[Path]:
+def write_report(run_dirs: list[Path], out_dir: Path) -> tuple[list[Path], list[str]]:
+    """The files written (the Markdown tables always) and what could not be made, said in one line each."""
+    from arag.errors import MissingExtraError
+
     runs = load_runs(run_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"
     report.write_text("# A-RAG evaluation report\n\n" + markdown(runs), encoding="utf-8")
-    return [report, *plots(runs, out_dir)]
+    try:
+        return [report, *plots(runs, out_dir)], []
+    except MissingExtraError as exc:
+        return [report], [f"plots skipped: {exc}"]

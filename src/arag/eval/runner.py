@@ -10,6 +10,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -263,6 +264,7 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         "steps": _mean([r["steps"] for r in records]),
         "cost_per_question": _mean(costs) if any(c is not None for c in costs) else None,
         "answered_rate": _mean([1.0 if r["stop_reason"] == "answered" else 0.0 for r in records]),
+        "stop_reasons": dict(sorted(Counter(str(r["stop_reason"]) for r in records).items())),
         "errors": sum(1 for r in records if r.get("error")),
         "latency_s": _mean([r["latency_s"] for r in records]),
         "wall_s_last_session": wall_s,

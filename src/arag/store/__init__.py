@@ -51,7 +51,6 @@ class Manifest:
     files: dict[str, FileDigest] = field(default_factory=dict)
 
 
-
 @dataclass(slots=True)
 class DocumentRecord:
     doc_id: str

@@ -72,7 +72,10 @@ def read_manifest(index_dir: Path) -> Manifest:
             f"{path} is not a valid a-rag manifest ({problem}); re-index the sources with --rebuild"
         ) from None
     if not isinstance(manifest.embedder.get("name"), str) or manifest.generation < 1:
-        raise IndexFormatError(f"{path} is not a valid a-rag manifest; re-index the sources with --rebuild")
+        raise IndexFormatError(
+            f"{path} is not a valid a-rag manifest (no embedder name or no generation); "
+            "re-index the sources with --rebuild"
+        )
     # version 2 differs only in the approximate-search files (HNSW then): flat version-2 indexes still read
     if manifest.format_version != FORMAT_VERSION and not (manifest.format_version == 2 and not manifest.ann):
         raise IndexFormatError(
@@ -232,7 +235,7 @@ class EmbeddedStore:
             return _mapped(self.path / name)
         except FileNotFoundError:
             raise self._damaged(name, "the file is missing") from None
-        except (OSError, ValueError, EOFError) as exc:
+        except Exception as exc:  # np.load's header parser raises ValueError, SyntaxError, TokenError, EOFError...
             raise self._damaged(name, f"not a readable NumPy array ({' '.join(str(exc).split())[:200]})") from None
 
     def _check_shapes(self) -> None:
@@ -245,6 +248,8 @@ class EmbeddedStore:
             raise self._damaged("sent_offsets.npy", f"{len(offsets) - 1} chunks, the manifest says {counts['chunks']}")
         if int(offsets[0]) != 0 or ("sentences" in counts and n_sentences != counts["sentences"]):
             raise self._damaged("sent_offsets.npy", "sentence offsets do not match the manifest")
+        if len(offsets) > 1 and bool((np.diff(offsets) < 0).any()):
+            raise self._damaged("sent_offsets.npy", "sentence offsets are not in order")
         if spans.ndim != 2 or spans.shape != (n_sentences, 2):
             raise self._damaged("sent_spans.npy", f"shape {spans.shape}, expected ({n_sentences}, 2)")
         dims = self.manifest.embedder.get("dims")
@@ -263,6 +268,10 @@ class EmbeddedStore:
                 or (len(list_offsets) and int(list_offsets[-1]) != n_sentences)
             ):
                 raise self._damaged("ivf_*.npy", "the inverted-file arrays do not match the vectors")
+            # out-of-range entries would index past the vectors at query time
+            for name, array in (("ivf_order.npy", order), ("ivf_positions.npy", positions)):
+                if n_sentences and (int(array.min()) < 0 or int(array.max()) >= n_sentences):
+                    raise self._damaged(name, "entries out of range")
 
     @contextlib.contextmanager
     def _db_errors(self) -> Iterator[None]:
@@ -744,6 +753,15 @@ class GenerationWriter:
             self._lock_fd = None
 
 
+def _is_stale(name: str, keep: int, writer: bool) -> bool:
+    """A generation other than ``keep``; for a reader, only an older one: a newer one may be a writer's
+    commit whose manifest is not written yet (only the writer, holding the writer lock, knows it is not)."""
+    if not name.startswith("gen-") or not name[4:].isdigit():
+        return False
+    number = int(name[4:])
+    return number != keep if writer else number < keep
+
+
 def _writer_lock(index_dir: Path) -> int:
     fd = os.open(index_dir / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -759,11 +777,10 @@ def _writer_lock(index_dir: Path) -> int:
 def remove_stale_generations(index_dir: Path, keep: int, writer: bool = False) -> None:
     """Delete generations other than ``keep`` that no reader holds, and (for the writer holding the writer
     lock) leftovers of interrupted writes. A generation a reader holds stays until that reader closes."""
-    keep_name = _generation_dir(index_dir, keep).name
     for entry in index_dir.iterdir():
         if entry.name.startswith(".trash-") or (writer and entry.name.startswith(".tmp-gen-")):
             shutil.rmtree(entry, ignore_errors=True)
-        elif entry.name.startswith("gen-") and entry.name != keep_name:
+        elif _is_stale(entry.name, keep, writer):
             try:
                 fd = os.open(entry / DATABASE, os.O_RDONLY)
             except FileNotFoundError:

@@ -1,0 +1,315 @@
+"""Fault injection: every input boundary fuzzed (tool arguments, model replies), time bounds against a
+never-answering and a dripping endpoint, and an evaluation run that survives broken model replies.
+
+Nothing here asserts on wall-clock figures: the time-bound tests assert that a call *ends*, and why."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arag.agent import STOP_REASONS, Agent, _json_object
+from arag.errors import InputError, LLMError
+from arag.index import Index
+from arag.llm import ChatModel, parse_completion
+from arag.settings import AgentSettings, LLMSettings
+from arag.tools import TOOL_NAMES, Toolkit
+from scripted_server import Drip, Hang, Raw, ScriptedServer, completion
+
+# JSON-like values with the awkward parts: lone surrogates, huge integers, deep nesting, odd floats.
+texts = st.text(alphabet=st.characters(codec=None, blacklist_categories=()), max_size=40) | st.sampled_from(
+    ["\ud800", "a\udfffb", "", "   ", "Lothair II", "x" * 3000, "chunk 12", "[Waldrada#0]", '"', "\\", "\x00"]
+)
+numbers = (
+    st.integers()
+    | st.sampled_from([10**4000, -(10**4000), 0, -1, 2**63, 10**18 + 1])
+    | st.floats(allow_nan=True, allow_infinity=True)
+)
+scalars = st.none() | st.booleans() | numbers | texts
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=12
+)
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+argument_texts = (
+    st.builds(json.dumps, json_values)
+    | st.sampled_from(
+        [
+            "{not json",
+            "[1, 2]",
+            "42",
+            '"keywords"',
+            "null",
+            '{"keywords": ' + _nested(100_000) + "}",
+            '{"top_k": ' + "9" * 5000 + ', "keywords": ["x"]}',
+            '{"query": "\\ud800\\udc00\\ud800"}',
+            '{"chunk_ids": ["\\udfff", "Waldrada#0"]}',
+        ]
+    )
+    | texts
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from([*TOOL_NAMES, "web_search", ""]), arguments=json_values | argument_texts)
+def test_tools_never_raise_on_any_argument(hippo_index: Index, name: str, arguments: Any) -> None:
+    toolkit = Toolkit(hippo_index)
+    result = toolkit.call(name, arguments)
+    assert isinstance(result.observation, str) and result.observation
+    json.dumps(result.arguments)  # recordable in a trajectory
+    result.observation.encode("utf-8")  # no lone surrogate reaches the model
+    if not result.ok:
+        assert result.observation.startswith("Error: ")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    keywords=st.lists(texts, min_size=1, max_size=5),
+    query=texts,
+    ids=st.lists(texts, max_size=5),
+    top_k=numbers,
+)
+def test_tools_never_raise_on_typed_arguments(
+    hippo_index: Index, keywords: list[str], query: str, ids: list[str], top_k: Any
+) -> None:
+    toolkit = Toolkit(hippo_index)
+    for name, arguments in (
+        ("keyword_search", {"keywords": keywords, "top_k": top_k}),
+        ("semantic_search", {"query": query, "top_k": top_k}),
+        ("chunk_read", {"chunk_ids": ids}),
+    ):
+        result = toolkit.call(name, arguments)
+        assert isinstance(result.observation, str)
+        result.observation.encode("utf-8")
+
+
+# ------------------------------------------------------------------ model replies
+message_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": json_values,
+        "content": json_values,
+        "tool_calls": json_values
+        | st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "id": json_values,
+                    "type": json_values,
+                    "function": json_values
+                    | st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "name": st.sampled_from(TOOL_NAMES) | json_values,
+                            "arguments": json_values | argument_texts,
+                        },
+                    ),
+                },
+            ),
+            max_size=3,
+        ),
+    },
+)
+choice = st.fixed_dictionaries(
+    {}, optional={"message": st.none() | message_fields | json_values, "finish_reason": json_values}
+)
+bodies = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "choices": st.lists(choice | json_values, max_size=2) | json_values,
+            "usage": json_values
+            | st.fixed_dictionaries({}, optional={"prompt_tokens": numbers, "completion_tokens": numbers}),
+            "error": json_values,
+        },
+    ).map(lambda body: json.dumps(body).encode())
+    | st.builds(lambda v: json.dumps(v).encode(), json_values)
+    | st.binary(max_size=200)
+    | st.sampled_from([b"", b"<html>502 Bad Gateway</html>", b"{", b"null", _nested(50_000).encode()])
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(body=bodies)
+def test_any_reply_body_parses_or_is_one_clear_error(body: bytes) -> None:
+    try:
+        turn = parse_completion(body)
+    except LLMError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        return
+    assert isinstance(turn.content, str)
+    for call in turn.tool_calls:
+        assert isinstance(call["id"], str) and isinstance(call["function"]["name"], str)
+        assert isinstance(call["function"]["arguments"], str)
+    json.dumps(turn.message)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
+def _model(server: ScriptedServer, **llm: Any) -> ChatModel:
+    options: dict[str, Any] = {"max_retries": 0, "timeout_s": 10.0, **llm}
+    return ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted", **options))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(replies=st.lists(bodies, min_size=1, max_size=3))
+def test_agent_ends_with_a_stop_reason_on_any_reply(hippo_index: Index, replies: list[bytes]) -> None:
+    scripted = ScriptedServer()
+    try:
+        scripted.replies = [Raw(body) for body in replies]
+        scripted.default = completion("done")
+        agent = Agent(hippo_index, _model(scripted), AgentSettings(max_steps=2, stall_limit=2))
+        result = agent.run("When did Lothair II's mother die?")
+    finally:
+        scripted.close()
+    assert result.stop_reason in STOP_REASONS
+    assert (result.stop_reason == "error") == (result.error is not None)
+    json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        (Raw(json.dumps({"choices": [{"message": None}]}).encode()), "answered"),
+        (Raw(b"this is not json"), "error"),
+        (Raw(b"[1, 2, 3]"), "error"),
+        (Raw(json.dumps({"error": {"message": "model overloaded"}}).encode()), "error"),
+        (Raw(json.dumps({"choices": [{"message": {"content": 42}}]}).encode()), "answered"),
+        (Raw(json.dumps({"choices": [{"message": {"content": ["a", "b"]}}]}).encode()), "answered"),
+        (completion('{"thought": "t", "action": "keyword_search", "arguments": "Lothair"}'), "answered"),
+        (completion('{"thought": "t", "action": "chunk_read", "arguments": ["Waldrada#0"]}'), "answered"),
+        (completion('{"action": "final_answer", "arguments": ["x"]}'), "answered"),
+    ],
+)
+def test_broken_replies_end_the_step_or_the_run(
+    hippo_index: Index, server: ScriptedServer, reply: Any, expected: str
+) -> None:
+    server.replies = [reply]
+    server.default = completion("Ermengarde died in 851.")
+    result = Agent(hippo_index, _model(server), AgentSettings(max_steps=3)).run("q?")
+    assert result.stop_reason == expected, result
+    if expected == "error":
+        assert result.error and "\n" not in result.error and "Traceback" not in result.error
+    else:
+        assert result.answer
+
+
+def test_json_action_arguments_that_are_not_objects_become_observations(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    server.replies = [
+        completion('{"thought": "t", "action": "keyword_search", "arguments": ["Lothair"]}'),
+        completion('{"thought": "t", "action": "semantic_search", "arguments": 7}'),
+        completion("It was 851."),
+    ]
+    result = Agent(hippo_index, _model(server), AgentSettings(max_steps=4)).run("q?")
+    assert result.stop_reason == "answered"
+    assert [s.observation.split(";")[0] for s in result.trajectory] == [
+        "Error: arguments must be a JSON object with named parameters, not an array",
+        "Error: arguments must be a JSON object with named parameters, not a number",
+    ]
+
+
+def test_pathological_content_is_parsed_in_linear_time() -> None:
+    # tens of thousands of markers: the old regex scan was quadratic (minutes); this returns at once
+    for text in (
+        "<tool_call>" * 50_000,
+        "<tool_call></tool_call>" * 30_000,
+        "```" * 50_000,
+        "{" * 100_000,
+        "<tool_call>{" * 30_000 + "}",
+        "[chunk " * 50_000,
+    ):
+        assert _json_object(text) is None
+
+
+def test_empty_question_is_rejected_before_any_model_call(hippo_index: Index, server: ScriptedServer) -> None:
+    agent = Agent(hippo_index, _model(server))
+    for question in ("", "   \n\t "):
+        with pytest.raises(InputError, match="question is empty"):
+            agent.run(question)
+    assert server.requests == []
+
+
+# ------------------------------------------------------------------ bounded time
+def test_never_answering_endpoint_ends_the_question(hippo_index: Index, server: ScriptedServer) -> None:
+    server.default = Hang()
+    model = _model(server, timeout_s=0.5, max_retries=1)
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
+    assert result.stop_reason == "error"
+    assert result.error is not None and "did not send a complete reply within 0.5 s (2 attempts)" in result.error
+
+
+def test_dripping_endpoint_is_bounded_per_whole_request(hippo_index: Index, server: ScriptedServer) -> None:
+    # one byte every 0.1 s never trips a per-read timeout; the whole-request deadline ends it
+    server.default = Drip(interval_s=0.1)
+    model = _model(server, timeout_s=0.6, max_retries=0)
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
+    assert result.stop_reason == "error" and result.error and "did not send a complete reply" in result.error
+
+
+def test_time_budget_per_question_ends_a_slow_run(hippo_index: Index, server: ScriptedServer) -> None:
+    server.default = Drip(interval_s=0.05)
+    model = _model(server, timeout_s=60, max_retries=5)  # the request deadline alone would allow minutes
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3, time_budget_s=0.8)).run("q?")
+    assert result.stop_reason == "time_budget"
+    assert result.error is not None and "agent.time_budget_s" in result.error
+
+
+def test_local_model_timeout_says_local(hippo_index: Index, server: ScriptedServer) -> None:
+    server.default = Hang()
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="qwen", timeout_s=0.3, max_retries=3), local=True)
+    result = Agent(hippo_index, model, AgentSettings(max_steps=2)).run("q?")
+    assert result.stop_reason == "error" and result.error is not None
+    assert result.error.startswith("the local model did not answer within 0.3 s")
+    assert len(server.requests) == 1  # the embedded model is never retried: it would queue behind itself
+
+
+# ------------------------------------------------------------------ evaluation survives broken questions
+def test_eval_run_records_failed_questions_and_goes_on(tmp_path: Path, server: ScriptedServer) -> None:
+    from test_eval import DATASETS, run_cli
+
+    server.replies = [
+        Raw(json.dumps({"choices": [{"message": None}]}).encode()),
+        Raw(b"not json at all"),
+        (500, {"error": {"message": "boom"}}),
+        Raw(b"[]"),
+    ]
+    server.default = completion("20 March 851")
+    out = tmp_path / "run"
+    proc = run_cli(
+        "eval",
+        "run",
+        "--dataset",
+        str(DATASETS / "hippo-mini"),
+        "--method",
+        "direct",
+        "--out",
+        str(out),
+        server=server,
+        cache=tmp_path / "cache",
+        extra_env={"ARAG_LLM__MAX_RETRIES": "0"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    summary = json.loads((out / "summary.json").read_text())
+    errors = [r for r in records if r["error"]]
+    assert summary["questions"] == len(records) == 3 and summary["errors"] == len(errors) == 2
+    assert summary["stop_reasons"]["error"] == 2
+    assert any("not JSON" in r["error"] for r in errors) and any("HTTP 500" in r["error"] for r in errors)
