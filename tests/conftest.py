@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ from arag.indexing import build_index
 from arag.settings import IndexSettings
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# FUZZ_SCALE=10 multiplies every property-based test's example count (docs/reliability.md: the campaign)
+FUZZ_SCALE = max(1, int(os.environ.get("FUZZ_SCALE", "1")))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -114,7 +114,7 @@ def test_index_skips_bad_sources_once_and_strict_writes_nothing(tmp_path: Path) 
     (folder / "photo.xyz").write_text("?")
     idx = tmp_path / "idx"
     proc = arag("index", str(folder), "--index", str(idx), "--embedder", "fake")
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     for name in ("binary.txt", "broken.json", "photo.xyz"):
         assert proc.stderr.count(name) == 1, proc.stderr
     assert "indexed 1 documents" in proc.stderr

@@ -20,6 +20,7 @@ from arag.index import Index
 from arag.llm import ChatModel, parse_completion
 from arag.settings import AgentSettings, LLMSettings
 from arag.tools import TOOL_NAMES, Toolkit
+from conftest import FUZZ_SCALE
 from scripted_server import Drip, Hang, Raw, ScriptedServer, completion
 
 # JSON-like values with the awkward parts: lone surrogates, huge integers, deep nesting, odd floats.
@@ -60,7 +61,7 @@ argument_texts = (
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from([*TOOL_NAMES, "web_search", ""]), arguments=json_values | argument_texts)
 def test_tools_never_raise_on_any_argument(hippo_index: Index, name: str, arguments: Any) -> None:
     toolkit = Toolkit(hippo_index)
@@ -72,7 +73,7 @@ def test_tools_never_raise_on_any_argument(hippo_index: Index, name: str, argume
         assert result.observation.startswith("Error: ")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     keywords=st.lists(texts, min_size=1, max_size=5),
     query=texts,
@@ -139,7 +140,7 @@ bodies = (
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=1000 * FUZZ_SCALE, deadline=None)
 @given(body=bodies)
 def test_any_reply_body_parses_or_is_one_clear_error(body: bytes) -> None:
     try:
@@ -166,7 +167,7 @@ def _model(server: ScriptedServer, **llm: Any) -> ChatModel:
     return ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted", **options))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(replies=st.lists(bodies, min_size=1, max_size=3))
 def test_agent_ends_with_a_stop_reason_on_any_reply(hippo_index: Index, replies: list[bytes]) -> None:
     scripted = ScriptedServer()
@@ -313,3 +314,38 @@ def test_eval_run_records_failed_questions_and_goes_on(tmp_path: Path, server: S
     assert summary["questions"] == len(records) == 3 and summary["errors"] == len(errors) == 2
     assert summary["stop_reasons"]["error"] == 2
     assert any("not JSON" in r["error"] for r in errors) and any("HTTP 500" in r["error"] for r in errors)
+
+
+# ------------------------------------------------------------------ input files
+file_bodies = (
+    st.binary(max_size=300)
+    | st.builds(lambda v: json.dumps(v).encode(), json_values)
+    | st.builds(lambda t: t.encode("utf-8", "surrogatepass"), texts)
+    | st.sampled_from(
+        [
+            b"%PDF-1.4\n%broken",
+            b"<html><body><script>x</script><p>Hi.</p>",
+            b'[{"title": 1, "text": null}]',
+            b'[{"corpus_name": "c", "context": 5}]',
+            b'{"0": "text"}',
+            b'["0:chunk zero", "1:chunk one"]',
+            b"\xef\xbb\xbfBOM text.",
+            b"[" * 10_000,
+        ]
+    )
+)
+
+
+@settings(max_examples=300 * FUZZ_SCALE, deadline=None)
+@given(body=file_bodies, suffix=st.sampled_from([".txt", ".md", ".html", ".pdf", ".json", ".jsonl", ".csv"]))
+def test_any_input_file_is_read_or_reported(tmp_path_factory: pytest.TempPathFactory, body: bytes, suffix: str) -> None:
+    from arag.corpus import Problem, iter_sources
+
+    path = tmp_path_factory.mktemp("file") / f"input{suffix}"
+    path.write_bytes(body)
+    for _path, result in iter_sources([path]):
+        if isinstance(result, Problem):
+            assert result.reason and "\n" not in str(result)
+        else:
+            for document in result:
+                document.text.encode("utf-8")  # indexable: no lone surrogates

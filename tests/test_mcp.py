@@ -19,7 +19,7 @@ from arag import __version__
 from arag.index import Index
 from arag.indexing import build_index
 from arag.tools import Toolkit
-from conftest import FIXTURES, fake_settings
+from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from test_faults import json_values
 
 
@@ -181,7 +181,7 @@ request_like = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(message=request_like | json_values)
 def test_fuzzed_messages_always_get_an_answer(raw_session: RawSession, message: Any) -> None:
     raw_session.send(json.dumps(message))
@@ -190,3 +190,51 @@ def test_fuzzed_messages_always_get_an_answer(raw_session: RawSession, message: 
     if has_method:
         assert message["id"] in _ids(replies), (message, replies)
     assert raw_session.proc.poll() is None  # still serving
+
+
+def test_mcp_serves_after_a_reindex(tmp_path: Path) -> None:
+    idx = tmp_path / "idx"
+    build_index([FIXTURES / "hipporag_corpus.json"], idx, fake_settings())
+    session = RawSession(idx)
+    try:
+        session.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                }
+            )
+        )
+        session.lines.get(timeout=60)
+        session.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        build_index([FIXTURES / "guide.md"], idx, fake_settings(), rebuild=True)
+        for call_id, (name, arguments) in enumerate(
+            [
+                ("keyword_search", {"keywords": ["Waldrada"]}),
+                ("chunk_read", {"chunk_ids": ["Waldrada#0"]}),
+                ("semantic_search", {"query": "Lothair"}),
+            ],
+            start=1,
+        ):
+            session.send(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": call_id,
+                        "method": "tools/call",
+                        "params": {"name": name, "arguments": arguments},
+                    }
+                )
+            )
+            reply = json.loads(session.lines.get(timeout=30))
+            # tool calls run in new threads: each opens its own SQLite connection to the generation it serves
+            assert reply["id"] == call_id and not reply["result"]["isError"], reply
+            assert "Waldrada" in reply["result"]["content"][0]["text"]
+    finally:
+        session.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,6 +37,7 @@ def _say(label: str, text: str, console: Console = err) -> None:
 
 
 IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory (made by arag index).")]
+PARTIAL_INDEX = 3  # exit status: index written without some sources (2 is click's usage error)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="Settings file (JSON or TOML); flags and ARAG_* variables win.")
@@ -144,7 +146,7 @@ def index(
     """Index files and folders (.txt .md .html .pdf .jsonl, and A-RAG/HippoRAG/GraphRAG-Bench JSON).
 
     Sources that cannot be read are reported once each on stderr and skipped. Exit status: 0 when every
-    source was indexed; 2 when the index was written without the sources reported; 1 when nothing was
+    source was indexed; 3 when the index was written without the sources reported; 1 when nothing was
     written (an error, or any unreadable source with --strict).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -203,7 +205,7 @@ def index(
         err.print(
             f"{len(report.problems)} source(s) skipped (see above); --strict makes that an error", highlight=False
         )
-        raise typer.Exit(2)
+        raise typer.Exit(PARTIAL_INDEX)
 
 
 def _print_hits(hits: list[Any], as_json: bool) -> None:
@@ -679,3 +681,8 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
+    except Exception as exc:  # a bug: still one line; ARAG_DEBUG=1 shows the traceback
+        if os.environ.get("ARAG_DEBUG"):
+            raise
+        _say("[red]internal error[/red]", f"{type(exc).__name__}: {exc} (please report it; ARAG_DEBUG=1 shows where)")
+        sys.exit(1)

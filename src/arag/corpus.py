@@ -195,6 +195,8 @@ def _read_jsonl(raw: str, path: Path, doc_id: str, source: str) -> list[Document
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise IngestError(f"line {lineno}: invalid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError):
+            raise IngestError(f"line {lineno}: invalid JSON (nested too deeply or a number too long)") from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise IngestError(f'line {lineno}: expected an object with a string "text"')
         if not record["text"].strip():
@@ -210,7 +212,9 @@ def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Do
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise IngestError(f"invalid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise IngestError(f"invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    except (ValueError, RecursionError):
+        raise IngestError("invalid JSON (nested too deeply or a number too long)") from None
     if isinstance(data, list) and data and all(isinstance(x, str) for x in data):
         return [_reference_chunks(data, doc_id, source)]
     if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):

@@ -165,7 +165,14 @@ class Settings(BaseSettings):
 
 # read directly by the modules that need them, outside the settings model
 OTHER_ENV = frozenset(
-    {"ARAG_CACHE_DIR", "ARAG_LOCAL_MODEL", "ARAG_HF_DATASET", "ARAG_EMBED_BASE_URL", "ARAG_EMBED_API_KEY"}
+    {
+        "ARAG_CACHE_DIR",
+        "ARAG_LOCAL_MODEL",
+        "ARAG_HF_DATASET",
+        "ARAG_EMBED_BASE_URL",
+        "ARAG_EMBED_API_KEY",
+        "ARAG_DEBUG",
+    }
 )
 
 

@@ -96,7 +96,7 @@ def load_dataset(path: str | Path, corpus: str = "auto") -> Dataset:
     questions_file = _first(folder, ["questions.json", "question.json", "qa.json"])
     if questions_file is None:
         raise ConfigError(f"no questions.json in {folder}")
-    questions = parse_questions(json.loads(questions_file.read_text(encoding="utf-8")))
+    questions = parse_questions(_read_json(questions_file))
     chunks = _first(folder, ["chunks.json"])
     passages = _first(folder, ["corpus.json", "_corpus.json"])
     if corpus == "chunks" or (corpus == "auto" and chunks is not None):
@@ -105,7 +105,7 @@ def load_dataset(path: str | Path, corpus: str = "auto") -> Dataset:
         return Dataset(folder.name, "arag", chunks, questions)
     if passages is None:
         raise ConfigError(f"no corpus file (chunks.json or corpus.json) in {folder}")
-    sample = json.loads(passages.read_text(encoding="utf-8"))
+    sample = _read_json(passages)
     kind = "graphrag-bench" if sample and isinstance(sample[0], dict) and "context" in sample[0] else "hipporag"
     return Dataset(folder.name, kind, passages, questions)
 
@@ -124,3 +124,13 @@ def download_arag_dataset(spec: str) -> Path:
             "pass a local folder with chunks.json and questions.json instead"
         ) from None
     return Path(root) / name
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, absurd nesting
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise ConfigError(f"{path} is not valid JSON ({detail})") from None
