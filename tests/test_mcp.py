@@ -91,6 +91,13 @@ class RawSession:
                 replies.append(reply)
         return replies
 
+    def initialize(self) -> dict[str, Any]:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}))
+        reply = json.loads(self.lines.get(timeout=60))
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        return reply
+
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -101,23 +108,8 @@ def raw_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawSession
     idx = tmp_path_factory.mktemp("mcp") / "idx"
     build_index([FIXTURES / "hipporag_corpus.json"], idx, fake_settings())
     session = RawSession(idx)
-    session.send(
-        json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-        )
-    )
-    init = json.loads(session.lines.get(timeout=60))
+    init = session.initialize()
     assert init["result"]["serverInfo"] == {"name": "a-rag", "version": __version__}
-    session.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     yield session
     session.close()
 
@@ -197,22 +189,7 @@ def test_mcp_serves_after_a_reindex(tmp_path: Path) -> None:
     build_index([FIXTURES / "hipporag_corpus.json"], idx, fake_settings())
     session = RawSession(idx)
     try:
-        session.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                }
-            )
-        )
-        session.lines.get(timeout=60)
-        session.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        session.initialize()
         build_index([FIXTURES / "guide.md"], idx, fake_settings(), rebuild=True)
         for call_id, (name, arguments) in enumerate(
             [
