@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -258,9 +259,12 @@ def test_report_and_sweep(tmp_path: Path, server: ScriptedServer) -> None:
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| Method | hippo-mini LLM-Acc | hippo-mini Contain-Acc |" in text
-    assert "| A-RAG (Full) (max_steps 1) | – | 33.3 |" in text  # 1 of 3 golds is "20 March 851"
-    assert "| Direct answer | – | 33.3 |" in text
+    # 1 of 3 golds is "20 March 851"; the Wilson 95 % interval of 1/3 is [6.1, 79.2]
+    assert "| A-RAG (Full) (max_steps 1) | – | 33.3 [6.1, 79.2] (n=3) |" in text
+    assert "| Direct answer | – | 33.3 [6.1, 79.2] (n=3) |" in text
     assert "## Efficiency" in text
+    assert "| Direct answer − A-RAG (Full) (max_steps 1) | hippo-mini | +0.0 [+0.0, +0.0] | 3 |" in text
+    assert "## Failure analysis" in text
     for name in ("accuracy_vs_steps.png", "accuracy_vs_tokens.png"):
         data = (tmp_path / "report" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
@@ -295,11 +299,58 @@ def test_dataset_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a folder"):
         load_dataset(tmp_path / "missing")
     (tmp_path / "d").mkdir()
-    with pytest.raises(ConfigError, match=r"no questions\.json"):
+    with pytest.raises(ConfigError, match=r"no dataset found in .*looked for: questions\.json.*Corpus/NAME\.json"):
         load_dataset(tmp_path / "d")
     (tmp_path / "d" / "questions.json").write_text('[{"id": 1}]')
+    (tmp_path / "d" / "corpus.json").write_text('[{"title": "t", "text": "x"}]')
     with pytest.raises(ConfigError, match='no "question" text'):
         load_dataset(tmp_path / "d")
+    (tmp_path / "d" / "questions.json").write_text("[{")
+    with pytest.raises(ConfigError, match=r"questions\.json is not valid JSON"):
+        load_dataset(tmp_path / "d")
+
+
+def _copy_graphrag(target_corpus: Path, target_questions: Path) -> None:
+    target_corpus.parent.mkdir(parents=True, exist_ok=True)
+    target_questions.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DATASETS / "graphrag-mini" / "corpus.json", target_corpus)
+    shutil.copy(DATASETS / "graphrag-mini" / "questions.json", target_questions)
+
+
+def test_dataset_release_layouts(tmp_path: Path) -> None:
+    from arag.errors import ConfigError
+
+    flat = tmp_path / "flat"
+    _copy_graphrag(flat / "medical.json", flat / "medical_questions.json")
+    loaded = load_dataset(flat)
+    assert (loaded.name, loaded.format, loaded.corpus.name) == ("medical", "graphrag-bench", "medical.json")
+    assert len(loaded.questions) == len(load_dataset(DATASETS / "graphrag-mini").questions)
+
+    tree = tmp_path / "GraphRAG-Bench"
+    for subset in ("medical", "novel"):
+        _copy_graphrag(
+            tree / "Datas" / "Corpus" / f"{subset}.json", tree / "Datas" / "Questions" / f"{subset}_questions.json"
+        )
+    with pytest.raises(ConfigError, match=r"several subsets \(medical, novel\): pick one with --subset"):
+        load_dataset(tree)
+    assert load_dataset(tree, subset="novel").corpus == tree / "Datas" / "Corpus" / "novel.json"
+    assert load_dataset(tree / "Datas", subset="medical").name == "medical"
+    with pytest.raises(ConfigError, match=r"no subset 'legal' .*subsets here: medical, novel"):
+        load_dataset(tree, subset="legal")
+
+    hippo = tmp_path / "hippo"
+    hippo.mkdir()
+    shutil.copy(DATASETS / "hippo-mini" / "corpus.json", hippo / "musique_corpus.json")
+    shutil.copy(DATASETS / "hippo-mini" / "questions.json", hippo / "musique.json")
+    loaded = load_dataset(hippo)
+    assert (loaded.name, loaded.format) == ("musique", "hipporag")
+
+    explicit = load_dataset(
+        corpus_file=flat / "medical.json", questions_file=flat / "medical_questions.json", subset="med"
+    )
+    assert (explicit.name, explicit.format) == ("med", "graphrag-bench")
+    with pytest.raises(ConfigError, match="go together"):
+        load_dataset(corpus_file=flat / "medical.json")
 
 
 def test_cached_evaluation_index_is_rebuilt_when_the_embedder_changed(
@@ -320,3 +371,47 @@ def test_cached_evaluation_index_is_rebuilt_when_the_embedder_changed(
     again = index_for(dataset, settings)
     assert again.manifest.embedder["fingerprint"] == "fake-hash-v1-64"
     assert again.semantic_search("Lothair", 1)
+
+
+def test_authors_protocol_prompts_and_tool_names_are_used_and_recorded(tmp_path: Path, server: ScriptedServer) -> None:
+    judge_prompt = tmp_path / "judge.txt"
+    judge_prompt.write_text('Q: {question}\nGold: {gold_answer}\nPred: {predicted_answer}\nReply {"judgment": ...}')
+    system_prompt = tmp_path / "system.txt"
+    system_prompt.write_text("You are the authors' agent.")
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"]})]),
+        completion(tool_calls=[tool_call("read_chunk", {"chunk_ids": ["Ermengarde of Tours#0"]}, "c2")]),
+        completion("She died on 20 March 851."),
+        completion('{"judgment": "correct"}'),
+    ]
+    out = tmp_path / "run"
+    proc = run_cli(
+        "eval", "run", "--dataset", str(DATASETS / "hippo-mini"), "--method", "arag-full", "--out", str(out),
+        "--limit", "1", "--judge", "--judge-prompt-file", str(judge_prompt), "--system-prompt-file", str(system_prompt),
+        server=server, cache=tmp_path / "cache", extra_env={"ARAG_AGENT__TOOL_NAMES": '{"chunk_read": "read_chunk"}'},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, _, _, judged = server.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["keyword_search", "semantic_search", "read_chunk"]
+    assert "call read_chunk for full text" in first["tools"][0]["function"]["description"]
+    assert first["messages"][0]["content"].startswith("You are the authors' agent.")
+    assert judged["messages"][0]["content"].startswith("Q: When did Lothair II's mother die?\nGold: 20 March 851")
+    assert '{"judgment": ...}' in judged["messages"][0]["content"]  # braces that are not placeholders stay
+    record = json.loads((out / "results.jsonl").read_text())
+    assert record["llm_acc"] == 1.0 and record["read_recall"] == 0.5  # one of its two gold passages, read as read_chunk
+    protocol = json.loads((out / "config.json").read_text())["settings"]["protocol"]
+    import hashlib
+
+    assert protocol == {
+        "system_prompt_sha256": hashlib.sha256(b"You are the authors' agent.").hexdigest(),
+        "system_prompt_file": str(system_prompt),
+        "judge_prompt_sha256": hashlib.sha256(judge_prompt.read_bytes()).hexdigest(),
+        "judge_prompt_file": str(judge_prompt),
+        "tool_names": ["keyword_search", "semantic_search", "read_chunk"],
+    }
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Is this right? {question}")
+    refused = run_eval(
+        "direct", tmp_path / "r2", "--judge", "--judge-prompt-file", str(bad), server=server, cache=tmp_path / "c"
+    )
+    assert refused.returncode == 1 and "has no {gold} placeholder" in refused.stderr

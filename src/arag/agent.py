@@ -76,7 +76,7 @@ def action_schema(toolkit: Toolkit | None, allow_answer: bool = True) -> dict[st
         }
         for s in (toolkit.schemas() if toolkit else [])
         # the first action must be a search: there is nothing to read or answer from yet
-        if allow_answer or s["function"]["name"] != "chunk_read" or len(toolkit.enabled) == 1  # type: ignore[union-attr]
+        if allow_answer or s["function"]["name"] != toolkit.names["chunk_read"] or len(toolkit.enabled) == 1  # type: ignore[union-attr]
     ]
     if allow_answer:
         variants.append(
@@ -123,7 +123,9 @@ class Agent:
         question = check_question(question)
         started = time.perf_counter()
         deadline = time.monotonic() + self.settings.time_budget_s
-        toolkit = Toolkit(self.index, enabled=self.settings.tools)
+        toolkit = Toolkit(
+            self.index, enabled=self.settings.tools, names={str(k): v for k, v in self.settings.tool_names.items()}
+        )
         usage, trajectory = Usage(), []
         model_calls: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = [
@@ -223,7 +225,7 @@ class Agent:
     # ------------------------------------------------------------------ helpers
     def _system(self, toolkit: Toolkit) -> str:
         text = (
-            self.system_prompt + f"\nAvailable tools: {', '.join(toolkit.enabled)}. You have at most "
+            self.system_prompt + f"\nAvailable tools: {', '.join(toolkit.functions())}. You have at most "
             f"{self.settings.max_steps} tool calls."
         )
         if self.json_actions:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -458,16 +459,50 @@ def mcp(index_dir: IndexOpt) -> None:
 
 
 def _eval_setup(
-    config: Path | None, max_steps: int | None, model: str | None, base_url: str | None, action_mode: str | None
+    config: Path | None,
+    max_steps: int | None,
+    model: str | None,
+    base_url: str | None,
+    action_mode: str | None,
+    judge_prompt_file: Path | None = None,
+    system_prompt_file: Path | None = None,
 ):
     return _settings(
         config,
-        {"llm": {"model": model, "base_url": base_url}, "agent": {"max_steps": max_steps, "action_mode": action_mode}},
+        {
+            "llm": {"model": model, "base_url": base_url},
+            "agent": {
+                "max_steps": max_steps,
+                "action_mode": action_mode,
+                "system_prompt_file": str(system_prompt_file) if system_prompt_file else None,
+            },
+            "eval": {"judge_prompt_file": str(judge_prompt_file) if judge_prompt_file else None},
+        },
     )
 
 
+@dataclass
+class _DatasetChoice:
+    path: Path | None
+    corpus: str = "auto"
+    subset: str | None = None
+    corpus_file: Path | None = None
+    questions_file: Path | None = None
+
+    def load(self):
+        from arag.eval.datasets import load_dataset
+
+        return load_dataset(self.path, self.corpus, self.subset, self.corpus_file, self.questions_file)
+
+
+def _sha256_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _run_one(
-    dataset_path: Path,
+    choice: _DatasetChoice,
     method: str,
     out_dir: Path,
     settings,
@@ -477,18 +512,18 @@ def _run_one(
     local_model: str | None,
     judge: bool,
     naive_top_k: int,
-    corpus: str,
     index_dir: Path | None,
+    first: int | None = None,
 ) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from arag.eval.datasets import load_dataset
     from arag.eval.methods import make_method
-    from arag.eval.runner import index_for, run_eval, select_questions
+    from arag.eval.runner import index_for, load_judge_prompt, run_eval, select_questions
     from arag.runtime import chat_model
 
-    dataset = load_dataset(dataset_path, corpus)
-    questions = select_questions(dataset.questions, limit, seed)
+    dataset = choice.load()
+    questions = select_questions(dataset.questions, limit, seed)[:first]
+    judge_prompt = load_judge_prompt(settings.eval.judge_prompt_file)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
     ) as bar:
@@ -510,9 +545,17 @@ def _run_one(
     method_impl = make_method(
         method, index, model, settings.agent, mode == "json" or (mode == "auto" and embedded), naive_top_k
     )
+    protocol = {
+        "system_prompt_sha256": _sha256_text(method_impl.system_prompt),
+        "system_prompt_file": str(settings.agent.system_prompt_file) if settings.agent.system_prompt_file else None,
+        "judge_prompt_sha256": _sha256_text(judge_prompt) if judge else None,
+        "judge_prompt_file": str(settings.eval.judge_prompt_file) if settings.eval.judge_prompt_file else None,
+        "tool_names": list(method_impl.tool_names),
+    }
     config = {
         "dataset": dataset.name,
-        "dataset_path": str(dataset_path),
+        "dataset_path": str(choice.path or choice.questions_file),
+        "corpus_file": str(dataset.corpus),
         "format": dataset.format,
         "method": method,
         "model": model.model,
@@ -522,9 +565,11 @@ def _run_one(
             "agent": settings.agent.model_dump(mode="json"),
             "index": settings.index.model_dump(mode="json", exclude={"threads"}),
             "naive_top_k": naive_top_k,
+            "protocol": protocol,
         },
         "limit": limit,
         "seed": seed,
+        "first": first,
         "question_ids": [q.id for q in questions],
     }
     correct = [0.0, 0]
@@ -546,31 +591,74 @@ def _run_one(
                 description=f"{method} on {dataset.name} — Contain-Acc {100 * correct[0] / correct[1]:.1f}%",
             )
 
-        return run_eval(dataset, method_impl, index, out_dir, config, questions, workers, judge_model, on_result)
+        return run_eval(
+            dataset, method_impl, index, out_dir, config, questions, workers, judge_model, on_result, judge_prompt
+        )
+
+
+DatasetOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--dataset",
+        help="Dataset folder as released (A-RAG, HippoRAG/LinearRAG, GraphRAG-Bench incl. its Datas tree) or "
+        "hf:Ayanami0730/rag_test/NAME. [default: none: give --corpus-file and --questions-file]",
+    ),
+]
+SubsetOpt = Annotated[
+    str | None,
+    typer.Option(help="Subset NAME where the folder holds several (GraphRAG-Bench medical, novel...). [default: none]"),
+]
+CorpusFileOpt = Annotated[
+    Path | None, typer.Option("--corpus-file", help="Corpus file, instead of --dataset. [default: none]")
+]
+QuestionsFileOpt = Annotated[
+    Path | None, typer.Option("--questions-file", help="Questions file, with --corpus-file. [default: none]")
+]
+JudgePromptOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--judge-prompt-file",
+        help="LLM-Acc judge prompt file ({question} {gold} {prediction}). [default: the packaged prompt; "
+        "env ARAG_EVAL__JUDGE_PROMPT_FILE]",
+    ),
+]
+SystemPromptOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--system-prompt-file",
+        help="Agent system prompt file. [default: the packaged prompt; env ARAG_AGENT__SYSTEM_PROMPT_FILE]",
+    ),
+]
 
 
 @eval_app.command("run")
 def eval_run(
-    dataset: Annotated[
-        Path,
-        typer.Option(
-            "--dataset", help="Dataset folder (A-RAG, HippoRAG, GraphRAG-Bench) or hf:Ayanami0730/rag_test/NAME."
-        ),
-    ],
     method: Annotated[
         str,
         typer.Option(help="direct, naive-rag, arag-naive, arag-full, arag-no-keyword, arag-no-semantic, arag-no-read."),
     ],
     out: Annotated[Path, typer.Option("--out", help="Run directory (resumable).")],
+    dataset: DatasetOpt = None,
+    subset: SubsetOpt = None,
+    corpus_file: CorpusFileOpt = None,
+    questions_file: QuestionsFileOpt = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[
         int | None, typer.Option(help="Sample --limit questions at random with this seed. [default: the first --limit]")
+    ] = None,
+    first: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Answer only the first N of the selected questions (a prefix of a sample). [default: all]"
+        ),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
     max_steps: MaxStepsOpt = None,
     judge: Annotated[
         bool, typer.Option("--judge", help="Also compute LLM-Acc (ARAG_JUDGE__* or the agent model).")
     ] = False,
+    judge_prompt_file: JudgePromptOpt = None,
+    system_prompt_file: SystemPromptOpt = None,
     naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG pastes into the prompt.")] = 5,
     corpus: CorpusOpt = "auto",
     index_dir: Annotated[
@@ -583,23 +671,29 @@ def eval_run(
     config: ConfigOpt = None,
 ) -> None:
     """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
-    settings = _eval_setup(config, max_steps, model, base_url, action_mode)
+    settings = _eval_setup(config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file)
+    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file)
     summary = _run_one(
-        dataset, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, corpus, index_dir
+        choice, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, index_dir, first
     )
     _print_json(summary)
 
 
 @eval_app.command("sweep")
 def eval_sweep(
-    dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder, as for eval run.")],
     method: Annotated[str, typer.Option(help="Method, as for eval run.")],
     out: Annotated[Path, typer.Option("--out", help="Parent directory; one run per value: OUT/steps-N.")],
+    dataset: DatasetOpt = None,
+    subset: SubsetOpt = None,
+    corpus_file: CorpusFileOpt = None,
+    questions_file: QuestionsFileOpt = None,
     max_steps: Annotated[str, typer.Option("--max-steps", help="Comma-separated values.")] = "5,10,15,20",
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[int | None, typer.Option(help="Sample --limit questions with this seed. [default: none]")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
     judge: Annotated[bool, typer.Option("--judge", help="Also compute LLM-Acc.")] = False,
+    judge_prompt_file: JudgePromptOpt = None,
+    system_prompt_file: SystemPromptOpt = None,
     corpus: CorpusOpt = "auto",
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -613,23 +707,13 @@ def eval_sweep(
         values = [int(v) for v in max_steps.split(",") if v.strip()]
     except ValueError:
         raise ConfigError(f"--max-steps must be comma-separated integers, got {max_steps!r}") from None
+    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file)
     summaries = []
     for steps in values:
-        settings = _eval_setup(config, steps, model, base_url, None)
+        settings = _eval_setup(config, steps, model, base_url, None, judge_prompt_file, system_prompt_file)
         summaries.append(
             _run_one(
-                dataset,
-                method,
-                out / f"steps-{steps}",
-                settings,
-                workers,
-                limit,
-                seed,
-                local_model,
-                judge,
-                5,
-                corpus,
-                None,
+                choice, method, out / f"steps-{steps}", settings, workers, limit, seed, local_model, judge, 5, None
             )
         )
     _print_json(summaries)
@@ -650,9 +734,31 @@ def eval_report(
         _say("[yellow]warning[/yellow]", note)
 
 
+@eval_app.command("analyze")
+def eval_analyze(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (arag eval run --out).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Tag every wrong answer by its cause (retrieval miss, seen but not read, reasoning, stall, budget, ...);
+    writes RUN_DIR/analysis.jsonl and prints the breakdown per run."""
+    from arag.eval.analyze import FAILURE_TAGS, analyze_run, breakdown_markdown
+
+    analyses = [analyze_run(run_dir) for run_dir in run_dirs]
+    if as_json:
+        _print_json(analyses)
+        return
+    out.print(breakdown_markdown(analyses), markup=False, highlight=False)
+    for analysis in analyses:
+        causes = ", ".join(f"{t} {analysis['tags'][t]}" for t in FAILURE_TAGS if analysis["tags"][t])
+        _say("wrote", f"{analysis['run_dir']}/analysis.jsonl ({analysis['wrong']} wrong: {causes or 'none'})")
+
+
 @eval_app.command("retrieval")
 def eval_retrieval(
-    dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder, as for eval run.")],
+    dataset: DatasetOpt = None,
+    subset: SubsetOpt = None,
+    corpus_file: CorpusFileOpt = None,
+    questions_file: QuestionsFileOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=1000, help="Recall at this many chunks.")] = 5,
     naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG would paste.")] = 5,
     corpus: CorpusOpt = "auto",
@@ -663,11 +769,10 @@ def eval_retrieval(
     config: ConfigOpt = None,
 ) -> None:
     """Recall@k of gold passages with no LLM: semantic search, Naive RAG's top-k, keyword search on entities."""
-    from arag.eval.datasets import load_dataset
     from arag.eval.runner import index_for, retrieval_metrics, select_questions
 
     settings = _settings(config)
-    data = load_dataset(dataset, corpus)
+    data = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file).load()
     data.questions = select_questions(data.questions, limit, None)
     _print_json(retrieval_metrics(data, index_for(data, settings.index, index_dir), k, naive_top_k))
 

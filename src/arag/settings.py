@@ -108,6 +108,10 @@ class AgentSettings(BaseModel):
         description="Enabled tools.",
     )
     system_prompt_file: Path | None = Field(None, description="Override the packaged system prompt.")
+    tool_names: dict[ToolName, str] = Field(
+        default_factory=dict,
+        description="Names the model sees for the tools, e.g. {'chunk_read': 'read_chunk'} as in the authors' code.",
+    )
     stall_limit: int = Field(2, ge=1, description="Consecutive repeated calls before the answer is forced.")
     time_budget_s: float = Field(
         600.0,
@@ -117,6 +121,18 @@ class AgentSettings(BaseModel):
         "question with stop reason 'time_budget'.",
     )
     trajectory_file: Path | None = Field(None, description="Append each result as a JSON line here.")
+
+
+class EvalSettings(BaseModel):
+    """Evaluation protocol."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge_prompt_file: Path | None = Field(
+        None,
+        description="Override the LLM-Acc judge prompt; placeholders {question}, {gold} and {prediction} "
+        "(aliases {gold_answer}, {answer}, {predicted_answer}, {response}).",
+    )
 
 
 class Settings(BaseSettings):
@@ -130,6 +146,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Agent LLM endpoint.")
     judge: LLMSettings = Field(default_factory=LLMSettings, description="Judge LLM endpoint for LLM-Acc.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Agent loop.")
+    eval: EvalSettings = Field(default_factory=EvalSettings, description="Evaluation protocol.")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="Override USD per 1M tokens as {model: (input, output)}.",

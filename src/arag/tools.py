@@ -70,10 +70,14 @@ class Toolkit:
         enabled: Sequence[str] = TOOL_NAMES,
         exact: bool | None = None,
         encoding: str = "cl100k_base",
+        names: dict[str, str] | None = None,
     ) -> None:
-        unknown = set(enabled) - set(TOOL_NAMES)
+        unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
             raise ValueError(f"unknown tools: {sorted(unknown)}")
+        # the names the model sees (the authors' code calls chunk_read "read_chunk"); canonical names still work
+        self.names = {name: (names or {}).get(name) or name for name in TOOL_NAMES}
+        self._canonical = {exposed: name for name, exposed in self.names.items()}
         self.index = index
         self.tracker = tracker or ContextTracker()
         self.enabled = [name for name in TOOL_NAMES if name in enabled]
@@ -189,11 +193,19 @@ class Toolkit:
 
     # ------------------------------------------------------------------ dispatch
     def functions(self) -> dict[str, Callable[..., str]]:
-        return {name: getattr(self, name) for name in self.enabled}
+        """The enabled tools by the names the model sees."""
+        return {self.names[name]: getattr(self, name) for name in self.enabled}
 
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI ``tools=`` entries derived from the enabled tools' signatures and docstrings."""
-        return [tool_schema(fn) for fn in self.functions().values()]
+        schemas = [tool_schema(getattr(self, name)) for name in self.enabled]
+        if self.names != {name: name for name in TOOL_NAMES}:
+            for schema in schemas:
+                function = schema["function"]
+                function["name"] = self.names[function["name"]]
+                for canonical, exposed in self.names.items():
+                    function["description"] = function["description"].replace(canonical, exposed)
+        return schemas
 
     def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
         """Run a tool by name. Never raises for anything the model could get wrong."""
@@ -201,12 +213,15 @@ class Toolkit:
         args: dict[str, Any] = {}
         self._shown = []
         try:
-            if name not in self.functions():
-                raise ToolArgumentError(f"unknown tool {name!r}; available tools: {', '.join(self.enabled)}")
+            canonical = self._canonical.get(name, name)
+            if canonical not in self.enabled:
+                available = ", ".join(self.names[n] for n in self.enabled)
+                raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
+            function = getattr(self, canonical)
             args = parse_arguments(arguments)
-            validated = validate_arguments(self.functions()[name], args)
+            validated = validate_arguments(function, args)
             args = validated_arguments_for_record(validated)
-            observation, ok = self.functions()[name](**validated), True
+            observation, ok = function(**validated), True
         except ToolArgumentError as exc:
             observation, ok = f"Error: {exc}", False
         tokens = count_tokens(observation, self.encoding)

@@ -78,36 +78,114 @@ def parse_questions(data: Any) -> list[Question]:
     return questions
 
 
-def _first(folder: Path, names: list[str]) -> Path | None:
-    for name in names:
-        if (folder / name).is_file():
-            return folder / name
-    matches = [p for pattern in names for p in sorted(folder.glob(f"*{pattern}"))]
-    return matches[0] if matches else None
+QUESTION_NAMES = ("questions.json", "question.json", "qa.json")
 
 
-def load_dataset(path: str | Path, corpus: str = "auto") -> Dataset:
-    """Load a dataset folder (or ``hf:Ayanami0730/rag_test/NAME``). ``corpus`` picks chunks/corpus when both exist."""
+def load_dataset(
+    path: str | Path | None = None,
+    corpus: str = "auto",
+    subset: str | None = None,
+    corpus_file: Path | None = None,
+    questions_file: Path | None = None,
+) -> Dataset:
+    """A dataset as its release lays it out, or as two explicit files.
+
+    Layouts recognised in a folder (``corpus`` picks chunks.json or the passages when both exist):
+
+    * A-RAG release / a-rag's own: ``questions.json`` + ``chunks.json`` and/or ``corpus.json``
+      (also ``hf:Ayanami0730/rag_test/NAME``);
+    * HippoRAG / LinearRAG: ``NAME.json`` (questions) + ``NAME_corpus.json``;
+    * GraphRAG-Bench, flat: ``NAME_questions.json`` + ``NAME.json``; as released: ``Corpus/NAME.json`` +
+      ``Questions/NAME_questions.json``, under the folder or its ``Datas/``.
+
+    ``subset`` names NAME where a folder holds several."""
+    if corpus_file is not None or questions_file is not None:
+        if corpus_file is None or questions_file is None:
+            raise ConfigError("--corpus-file and --questions-file go together: give both")
+        for file in (corpus_file, questions_file):
+            if not file.is_file():
+                raise ConfigError(f"{file} is not a file")
+        name = subset or questions_file.stem.removesuffix("_questions").removesuffix("questions").strip("_-")
+        return _dataset(name or questions_file.parent.name, corpus_file, questions_file)
+    if path is None:
+        raise ConfigError("give --dataset FOLDER, or --corpus-file and --questions-file")
     if str(path).startswith("hf:"):
         path = download_arag_dataset(str(path)[3:])
     folder = Path(path)
     if not folder.is_dir():
         raise ConfigError(f"dataset {folder} is not a folder")
-    questions_file = _first(folder, ["questions.json", "question.json", "qa.json"])
-    if questions_file is None:
-        raise ConfigError(f"no questions.json in {folder}")
-    questions = parse_questions(_read_json(questions_file))
-    chunks = _first(folder, ["chunks.json"])
-    passages = _first(folder, ["corpus.json", "_corpus.json"])
-    if corpus == "chunks" or (corpus == "auto" and chunks is not None):
-        if chunks is None:
-            raise ConfigError(f"no chunks.json in {folder}")
-        return Dataset(folder.name, "arag", chunks, questions)
-    if passages is None:
-        raise ConfigError(f"no corpus file (chunks.json or corpus.json) in {folder}")
-    sample = _read_json(passages)
-    kind = "graphrag-bench" if sample and isinstance(sample[0], dict) and "context" in sample[0] else "hipporag"
-    return Dataset(folder.name, kind, passages, questions)
+    looked_for: list[str] = []
+
+    plain_questions = next((folder / n for n in QUESTION_NAMES if (folder / n).is_file()), None)
+    looked_for.append(f"{'/'.join(QUESTION_NAMES)} with chunks.json or corpus.json (A-RAG)")
+    if plain_questions is not None and subset is None:
+        chunks, passages = folder / "chunks.json", folder / "corpus.json"
+        if corpus == "chunks" or (corpus == "auto" and chunks.is_file()):
+            if not chunks.is_file():
+                raise ConfigError(f"no chunks.json in {folder} (--corpus chunks)")
+            return Dataset(folder.name, "arag", chunks, parse_questions(_read_json(plain_questions)))
+        if passages.is_file():
+            return _dataset(folder.name, passages, plain_questions)
+        if corpus == "corpus":
+            raise ConfigError(f"no corpus.json in {folder} (--corpus corpus)")
+
+    pairs = _subset_pairs(folder)
+    looked_for += [
+        "NAME.json + NAME_corpus.json (HippoRAG, LinearRAG)",
+        "NAME_questions.json + NAME.json (GraphRAG-Bench)",
+        "Corpus/NAME.json + Questions/NAME_questions.json, also under Datas/ (GraphRAG-Bench release)",
+    ]
+    if subset is not None:
+        if subset not in pairs:
+            known = f"; subsets here: {', '.join(sorted(pairs))}" if pairs else ""
+            raise ConfigError(f"no subset {subset!r} in {folder}{known}")
+        corpus_path, questions_path = pairs[subset]
+        return _dataset(subset, corpus_path, questions_path)
+    if len(pairs) == 1:
+        name, (corpus_path, questions_path) = next(iter(pairs.items()))
+        return _dataset(name, corpus_path, questions_path)
+    if len(pairs) > 1:
+        raise ConfigError(f"{folder} holds several subsets ({', '.join(sorted(pairs))}): pick one with --subset NAME")
+    raise ConfigError(
+        f"no dataset found in {folder}; looked for: " + "; ".join(looked_for) + " (or give --corpus-file and "
+        "--questions-file)"
+    )
+
+
+def _subset_pairs(folder: Path) -> dict[str, tuple[Path, Path]]:
+    """Subset name → (corpus file, questions file) for the release layouts that name files by subset."""
+    pairs: dict[str, tuple[Path, Path]] = {}
+    for questions in sorted(folder.glob("*_questions.json")):  # GraphRAG-Bench, flat
+        name = questions.name.removesuffix("_questions.json")
+        if (folder / f"{name}.json").is_file():
+            pairs[name] = (folder / f"{name}.json", questions)
+    for corpus_path in sorted(folder.glob("*_corpus.json")):  # HippoRAG / LinearRAG
+        name = corpus_path.name.removesuffix("_corpus.json")
+        if (folder / f"{name}.json").is_file():
+            pairs.setdefault(name, (corpus_path, folder / f"{name}.json"))
+    for root in (folder, folder / "Datas"):  # GraphRAG-Bench release tree
+        for corpus_path in sorted((root / "Corpus").glob("*.json")) if (root / "Corpus").is_dir() else []:
+            questions = root / "Questions" / f"{corpus_path.stem}_questions.json"
+            if questions.is_file():
+                pairs.setdefault(corpus_path.stem, (corpus_path, questions))
+    return pairs
+
+
+def _first_record(sample: Any) -> dict[str, Any]:
+    first = sample[0] if isinstance(sample, list) and sample else sample
+    return first if isinstance(first, dict) else {}
+
+
+def _dataset(name: str, corpus_path: Path, questions_path: Path) -> Dataset:
+    questions = parse_questions(_read_json(questions_path))
+    sample = _read_json(corpus_path)
+    if isinstance(sample, list) and sample and all(isinstance(x, str) for x in sample[:5]):
+        kind = "arag"  # A-RAG chunks.json: ["0:text", ...]
+    elif _first_record(sample).get("context") is not None:
+        kind = "graphrag-bench"
+    else:
+        kind = "hipporag"
+    return Dataset(name, kind, corpus_path, questions)
 
 
 def download_arag_dataset(spec: str) -> Path:

@@ -28,6 +28,7 @@ METHODS: dict[str, list[ToolName] | None] = {
     "arag-no-read": ["keyword_search", "semantic_search"],
 }
 ANSWER_PROMPT = "Answer the question with a short phrase (a name, date, number or yes/no), no explanation."
+NAIVE_PROMPT = ANSWER_PROMPT + " Use the retrieved chunks."
 
 
 @dataclass
@@ -47,6 +48,8 @@ class MethodOutput:
 
 class Method:
     name: str
+    system_prompt: str = ANSWER_PROMPT  # recorded by hash in the run's config
+    tool_names: tuple[str, ...] = ()  # the names the model sees
 
     def answer(self, question: str) -> MethodOutput:
         raise NotImplementedError
@@ -72,6 +75,7 @@ class NaiveRAGMethod(Method):
 
     def __init__(self, index: Index, model: ChatModel, top_k: int = 5) -> None:
         self.index, self.model, self.top_k = index, model, top_k
+        self.system_prompt = NAIVE_PROMPT
 
     def answer(self, question: str) -> MethodOutput:
         started = time.perf_counter()
@@ -80,7 +84,7 @@ class NaiveRAGMethod(Method):
         context = "\n\n".join(f"[chunk {h.chunk_id}]\n{records[h.row].text.strip()}" for h in hits)
         turn = self.model.complete(
             [
-                {"role": "system", "content": ANSWER_PROMPT + " Use the retrieved chunks."},
+                {"role": "system", "content": NAIVE_PROMPT},
                 {"role": "user", "content": f"Retrieved chunks:\n{context}\n\nQuestion: {question}"},
             ]
         )
@@ -111,6 +115,8 @@ class AgentMethod(Method):
         assert tools is not None
         self.name = name
         self.agent = Agent(index, model, settings.model_copy(update={"tools": tools}), json_actions=json_actions)
+        self.system_prompt = self.agent.system_prompt
+        self.tool_names = tuple(settings.tool_names.get(t, t) for t in tools)
 
     def answer(self, question: str) -> MethodOutput:
         result = self.agent.run(question)

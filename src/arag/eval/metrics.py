@@ -53,8 +53,55 @@ def token_f1(prediction: str, golds: list[str]) -> float:
     return best
 
 
+_PLACEHOLDERS = {
+    "question": ("question",),
+    "gold": ("gold", "gold_answer", "golden_answer", "answer", "ground_truth"),
+    "prediction": ("prediction", "predicted_answer", "pred", "response", "model_answer"),
+}
+
+
+def render_judge_prompt(template: str, question: str, gold: str, prediction: str) -> str:
+    """The judge prompt with its placeholders filled. Only the known names are replaced, so a prompt that
+    shows JSON examples in braces stays as it is."""
+    values = {"question": question, "gold": gold, "prediction": prediction}
+    names = {alias: values[key] for key, aliases in _PLACEHOLDERS.items() for alias in aliases}
+    return re.sub(r"\{(\w+)\}", lambda m: names.get(m.group(1), m.group(0)), template)
+
+
+def check_judge_prompt(template: str, source: str) -> None:
+    from arag.errors import ConfigError
+
+    present = set(re.findall(r"\{(\w+)\}", template))
+    for key, aliases in _PLACEHOLDERS.items():
+        if key != "question" and not present & set(aliases):
+            raise ConfigError(f"judge prompt {source} has no {{{key}}} placeholder (or one of {', '.join(aliases)})")
+
+
+_VERDICT_KEYS = ("judgment", "judgement", "verdict", "result", "correct", "is_correct", "label", "score")
+
+
 def parse_judgement(reply: str) -> float | None:
-    """1.0 for "correct", 0.0 for "incorrect", None if the judge said neither."""
+    """1.0 for "correct", 0.0 for "incorrect", None if the judge said neither. Also reads a JSON verdict
+    ({"judgment": "correct"}, {"is_correct": true}, {"score": 1}) as other judge prompts ask for."""
+    import json
+
+    start, end = reply.find("{"), reply.rfind("}")
+    if 0 <= start < end:
+        try:
+            data = json.loads(reply[start : end + 1])
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict):
+            for key in _VERDICT_KEYS:
+                value = data.get(key)
+                if isinstance(value, bool):
+                    return float(value)
+                if isinstance(value, (int, float)) and value in (0, 1):
+                    return float(value)
+                if isinstance(value, str):
+                    verdict = parse_judgement(value)
+                    if verdict is not None:
+                        return verdict
     words = re.findall(r"[a-z]+", reply.lower())
     if not words:
         return None
@@ -62,4 +109,9 @@ def parse_judgement(reply: str) -> float | None:
         return 0.0
     if "correct" in words[:3] or words[0] in {"yes", "true", "right"}:
         return 1.0
+    for word in words:  # a verdict after some reasoning
+        if word in ("incorrect", "wrong"):
+            return 0.0
+        if word == "correct":
+            return 1.0
     return None

@@ -20,14 +20,27 @@ METHOD_LABELS = {
 
 
 def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    """Each run's summary and its per-question records. A run still in progress (or stopped) has no
+    summary.json yet: its summary is computed from the results it has, and says so."""
     from arag.errors import ConfigError
+    from arag.eval.runner import CONFIG, RESULTS, _read_finished, summarize
 
     runs = []
     for run_dir in run_dirs:
-        path = run_dir / SUMMARY
-        if not path.is_file():
-            raise ConfigError(f"{run_dir} has no {SUMMARY} (run 'arag eval run' to finish it)")
-        runs.append({**json.loads(path.read_text()), "run_dir": str(run_dir)})
+        summary_path, results_path, config_path = run_dir / SUMMARY, run_dir / RESULTS, run_dir / CONFIG
+        if not results_path.is_file():
+            raise ConfigError(f"{run_dir} has no {SUMMARY} and no {RESULTS} (run 'arag eval run' first)")
+        try:
+            if summary_path.is_file():
+                summary = json.loads(summary_path.read_text(encoding="utf-8"))
+                partial = False
+            else:
+                config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+                summary, partial = summarize(results_path, config), True
+        except ValueError:
+            raise ConfigError(f"{run_dir} holds a summary or config that is not valid JSON") from None
+        records = list(_read_finished(results_path).values())
+        runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
     return runs
 
 
@@ -35,40 +48,107 @@ def _pct(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
+def _label(run: dict[str, Any]) -> str:
+    method, steps = run["method"], run.get("max_steps")
+    label = METHOD_LABELS.get(method, method)
+    if steps and str(method).startswith("arag"):
+        label += f" (max_steps {steps})"
+    return label + (" [unfinished]" if run.get("partial") else "")
+
+
+def _scores(run: dict[str, Any], key: str) -> dict[str, float | None]:
+    return {str(r["id"]): r.get(key) for r in run["records"]}
+
+
+def _estimate_cell(run: dict[str, Any] | None, key: str) -> str:
+    from arag.eval.stats import accuracy
+
+    if not run:
+        return "–"
+    estimate = accuracy(list(_scores(run, key).values()))
+    return "–" if estimate.n == 0 else estimate.percent()
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def markdown(runs: list[dict[str, Any]]) -> str:
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
-    methods = list(dict.fromkeys((r["method"], r.get("max_steps")) for r in runs))
-    by_key = {(r["method"], r.get("max_steps"), r["dataset"]): r for r in runs}
+    keys = list(dict.fromkeys((r["method"], r.get("max_steps"), r["run_dir"]) for r in runs))
+    by_key = {(r["method"], r.get("max_steps"), r["run_dir"], r["dataset"]): r for r in runs}
     head = "| Method | " + " | ".join(f"{d} LLM-Acc | {d} Contain-Acc" for d in datasets) + " |"
-    lines = ["## Accuracy (%)", "", head, "|---|" + "---|---|" * len(datasets)]
-    for method, steps in methods:
-        label = METHOD_LABELS.get(method, method) + (
-            f" (max_steps {steps})" if steps and method.startswith("arag") else ""
-        )
+    lines = [
+        "## Accuracy (%, 95 % Wilson interval, n questions)",
+        "",
+        head,
+        "|---|" + "---|---|" * len(datasets),
+    ]
+    for method, steps, run_dir in keys:
+        label = next(_label(r) for r in runs if r["run_dir"] == run_dir)
         cells = []
         for dataset in datasets:
-            run = by_key.get((method, steps, dataset), {})
-            cells += [_pct(run.get("llm_acc")), _pct(run.get("contain_acc"))]
+            run = by_key.get((method, steps, run_dir, dataset))
+            cells += [_estimate_cell(run, "llm_acc"), _estimate_cell(run, "contain_acc")]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "## Efficiency (per question)",
         "",
-        "| Method | Dataset | Questions | Retrieved tokens | Steps | Cost (USD) | Answered | Recall of gold "
-        "passages | Latency (s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Method | Dataset | Questions | Retrieved tokens | Steps | Cost (USD) | Answered | Stalled | Forced | "
+        "Errors | Recall of gold passages | Latency p50 (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         cost = "–" if r.get("cost_per_question") is None else f"{r['cost_per_question']:.5f}"
+        stops = [rec.get("stop_reason") for rec in r["records"]]
+        n = max(1, len(stops))
+        forced = sum(1 for s in stops if s in ("max_steps", "token_budget", "time_budget"))
+        p50 = _median([float(rec["latency_s"]) for rec in r["records"] if rec.get("latency_s") is not None])
         lines.append(
-            f"| {METHOD_LABELS.get(r['method'], r['method'])} | {r['dataset']} | {r['questions']} | "
+            f"| {_label(r)} | {r['dataset']} | {r['questions']} | "
             f"{(r.get('retrieved_tokens') or 0):.0f} | {(r.get('steps') or 0):.2f} | {cost} | "
-            f"{_pct(r.get('answered_rate'))}% | {_pct(r.get('retrieval_recall'))}% | "
-            f"{(r.get('latency_s') or 0):.1f} |"
+            f"{_pct(sum(1 for s in stops if s == 'answered') / n)}% | {_pct(stops.count('stalled') / n)}% | "
+            f"{_pct(forced / n)}% | {r.get('errors', 0)} | {_pct(r.get('retrieval_recall'))}% | "
+            f"{'–' if p50 is None else f'{p50:.1f}'} |"
         )
+    lines += _paired_lines(runs)
     judges = {r.get("judge_model") for r in runs if r.get("llm_acc") is not None}
     lines += ["", f"LLM-Acc judge: {', '.join(sorted(str(j) for j in judges)) if judges else 'not run'}."]
     return "\n".join(lines) + "\n"
+
+
+def _paired_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """Each pair of runs on the same dataset: the Contain-Acc difference on the questions both answered."""
+    from arag.eval.stats import paired_difference
+
+    rows = []
+    for i, first in enumerate(runs):
+        for second in runs[i + 1 :]:
+            if first["dataset"] != second["dataset"]:
+                continue
+            diff = paired_difference(_scores(first, "contain_acc"), _scores(second, "contain_acc"))
+            if diff is None:
+                continue
+            sign = "+" if diff.value >= 0 else ""
+            rows.append(
+                f"| {_label(second)} − {_label(first)} | {first['dataset']} | {sign}{100 * diff.value:.1f} "
+                f"[{100 * diff.low:+.1f}, {100 * diff.high:+.1f}] | {diff.n} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "## Paired differences in Contain-Acc (points, 95 % paired-bootstrap interval, shared questions)",
+        "",
+        "| Comparison | Dataset | Difference | n |",
+        "|---|---|---|---|",
+        *rows,
+    ]
 
 
 def plots(runs: list[dict[str, Any]], out_dir: Path) -> list[Path]:
@@ -141,11 +221,14 @@ def _save(fig: Any, ax: Any, xlabel: str, title: str, path: Path) -> Path:
 def write_report(run_dirs: list[Path], out_dir: Path) -> tuple[list[Path], list[str]]:
     """The files written (the Markdown tables always) and what could not be made, said in one line each."""
     from arag.errors import MissingExtraError
+    from arag.eval.analyze import analyze_run, breakdown_markdown
 
     runs = load_runs(run_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"
-    report.write_text("# A-RAG evaluation report\n\n" + markdown(runs), encoding="utf-8")
+    analyses = [analyze_run(Path(r["run_dir"]), write=False) for r in runs]
+    text = "# A-RAG evaluation report\n\n" + markdown(runs) + "\n" + breakdown_markdown(analyses)
+    report.write_text(text, encoding="utf-8")
     try:
         return [report, *plots(runs, out_dir)], []
     except MissingExtraError as exc:

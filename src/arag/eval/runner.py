@@ -19,7 +19,15 @@ from typing import Any
 from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError
 from arag.eval.datasets import Dataset, Question
 from arag.eval.methods import Method, MethodOutput
-from arag.eval.metrics import JUDGE_PROMPT, contain_acc, exact_match, parse_judgement, token_f1
+from arag.eval.metrics import (
+    JUDGE_PROMPT,
+    check_judge_prompt,
+    contain_acc,
+    exact_match,
+    parse_judgement,
+    render_judge_prompt,
+    token_f1,
+)
 from arag.index import Index
 from arag.llm import ChatModel
 from arag.settings import IndexSettings
@@ -144,8 +152,20 @@ def _read_finished(path: Path) -> dict[str, dict[str, Any]]:
     return finished
 
 
-def judge(model: ChatModel, question: Question, prediction: str) -> float | None:
-    prompt = JUDGE_PROMPT.format(question=question.question, gold=" / ".join(question.answers), prediction=prediction)
+def load_judge_prompt(path: Path | None) -> str:
+    """The judge prompt template: the packaged one, or a file (e.g. the authors' own, by path)."""
+    if path is None:
+        return JUDGE_PROMPT
+    try:
+        template = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the judge prompt {path}: {exc}") from None
+    check_judge_prompt(template, str(path))
+    return template
+
+
+def judge(model: ChatModel, question: Question, prediction: str, template: str = JUDGE_PROMPT) -> float | None:
+    prompt = render_judge_prompt(template, question.question, " / ".join(question.answers), prediction)
     turn = model.complete([{"role": "user", "content": prompt}])
     return parse_judgement(turn.content)
 
@@ -160,6 +180,7 @@ def run_eval(
     workers: int = 1,
     judge_model: ChatModel | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    judge_prompt: str = JUDGE_PROMPT,
 ) -> dict[str, Any]:
     """Answer every question not yet in ``out_dir/results.jsonl``; returns the summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -213,7 +234,7 @@ def run_eval(
         }
         if judge_model is not None and output.prediction and not error:
             try:
-                record["llm_acc"] = judge(judge_model, question, output.prediction)
+                record["llm_acc"] = judge(judge_model, question, output.prediction, judge_prompt)
             except Exception as exc:  # a failed judgement is recorded; the answer stands
                 record["llm_acc"], record["judge_error"] = None, str(exc) if isinstance(exc, ARagError) else repr(exc)
         line = json.dumps(record, ensure_ascii=False) + "\n"
@@ -245,8 +266,11 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None = None) -> dict[str, Any]:
+    from arag.eval.stats import accuracy
+
     records = list(_read_finished(results_path).values())
     costs = [r.get("cost") for r in records]
+    latencies = sorted(float(r["latency_s"]) for r in records if r.get("latency_s") is not None)
     return {
         "method": config.get("method"),
         "dataset": config.get("dataset"),
@@ -255,6 +279,10 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         "judge_model": config.get("judge_model"),
         "questions": len(records),
         "contain_acc": _mean([r["contain_acc"] for r in records]),
+        "contain_acc_ci95": accuracy([r["contain_acc"] for r in records]).to_dict() if records else None,
+        "llm_acc_ci95": accuracy([r.get("llm_acc") for r in records]).to_dict()
+        if any(r.get("llm_acc") is not None for r in records)
+        else None,
         "llm_acc": _mean([r.get("llm_acc") for r in records]),
         "exact_match": _mean([r.get("exact_match") for r in records]),
         "f1": _mean([r.get("f1") for r in records]),
@@ -267,6 +295,7 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         "stop_reasons": dict(sorted(Counter(str(r["stop_reason"]) for r in records).items())),
         "errors": sum(1 for r in records if r.get("error")),
         "latency_s": _mean([r["latency_s"] for r in records]),
+        "latency_p50_s": latencies[len(latencies) // 2] if latencies else None,
         "wall_s_last_session": wall_s,
     }
 

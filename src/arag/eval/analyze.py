@@ -1,0 +1,137 @@
+"""Failure analysis (the paper's §5.3): why was each wrong answer wrong?
+
+With A-RAG the bottleneck moves from "did not find the documents" to "found them but reasoned wrongly".
+Each question of a run gets one primary tag, decided from its record (the trajectory's retrieval and
+read recall of the gold evidence, the stop reason, the prediction):
+
+=================  ==================================================================================
+``correct``        Contain-Acc 1
+``error``          the method failed (endpoint error, malformed reply); see the record's ``error``
+``no_answer``      an empty prediction
+``stalled``        the agent repeated itself until the loop guard forced an answer, and it was wrong
+``budget``         max_steps, the token or the time budget forced an answer, and it was wrong
+``retrieval_miss`` no gold passage was ever shown to the model
+``seen_not_read``  some gold passage was shown only as a search snippet, never read in full
+``partial``        some gold passage was read, another never seen (a missed hop)
+``reasoning``      every gold passage was read in full, and the answer is still wrong
+``no_gold``        the question's gold evidence is not in the corpus: retrieval cannot be judged
+=================  ==================================================================================
+
+and, where an LLM judge ran, the flag ``judge_disagreement`` when Contain-Acc and LLM-Acc disagree
+(correct by one, wrong by the other), whatever the primary tag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from arag.errors import ConfigError
+from arag.eval.runner import CONFIG, RESULTS, _read_finished
+
+TAGS = (
+    "correct",
+    "error",
+    "no_answer",
+    "stalled",
+    "budget",
+    "retrieval_miss",
+    "seen_not_read",
+    "partial",
+    "reasoning",
+    "no_gold",
+)
+FAILURE_TAGS = TAGS[1:]
+ANALYSIS = "analysis.jsonl"
+FORCED = ("max_steps", "token_budget", "time_budget")
+# methods whose search results carry full chunk text: what they saw, they read
+FULL_TEXT_METHODS = ("naive-rag", "arag-no-read")
+
+
+def tag_record(record: dict[str, Any], method: str | None = None) -> dict[str, Any]:
+    """The primary tag and flags of one result record."""
+    flags: list[str] = []
+    llm = record.get("llm_acc")
+    contain = record.get("contain_acc")
+    if llm is not None and contain is not None and (llm >= 0.5) != (contain >= 0.5):
+        flags.append("judge_disagreement")
+    seen = record.get("retrieval_recall")
+    read = seen if method in FULL_TEXT_METHODS else record.get("read_recall")
+    if contain is not None and contain >= 0.5:
+        tag = "correct"
+    elif record.get("error"):
+        tag = "error"
+    elif not str(record.get("prediction") or "").strip():
+        tag = "no_answer"
+    elif record.get("stop_reason") == "stalled":
+        tag = "stalled"
+    elif record.get("stop_reason") in FORCED:
+        tag = "budget"
+    elif seen is None:
+        tag = "no_gold"
+    elif seen == 0:
+        tag = "retrieval_miss"
+    elif read is not None and read >= 1:
+        tag = "reasoning"
+    elif read is not None and read < seen:
+        tag = "seen_not_read"
+    else:
+        tag = "partial"
+    return {"id": record.get("id"), "tag": tag, "flags": flags}
+
+
+def analyze_run(run_dir: Path, write: bool = True) -> dict[str, Any]:
+    """Tags every question of a run; writes ``RUN_DIR/analysis.jsonl`` (atomically) and returns the breakdown."""
+    results = run_dir / RESULTS
+    if not results.is_file():
+        raise ConfigError(f"{run_dir} has no {RESULTS} (not an 'arag eval run' directory)")
+    config: dict[str, Any] = {}
+    if (run_dir / CONFIG).is_file():
+        try:
+            config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+        except ValueError:
+            raise ConfigError(f"{run_dir / CONFIG} is not valid JSON") from None
+    method = config.get("method")
+    records = list(_read_finished(results).values())
+    tags = [tag_record(r, method) for r in records]
+    if write:
+        tmp = run_dir / (ANALYSIS + ".tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            for tagged in tags:
+                handle.write(json.dumps(tagged, ensure_ascii=False) + "\n")
+        os.replace(tmp, run_dir / ANALYSIS)
+    counts = Counter(t["tag"] for t in tags)
+    return {
+        "run_dir": str(run_dir),
+        "method": method,
+        "dataset": config.get("dataset"),
+        "questions": len(tags),
+        "wrong": len(tags) - counts["correct"],
+        "tags": {tag: counts[tag] for tag in TAGS},
+        "judge_disagreements": sum(1 for t in tags if "judge_disagreement" in t["flags"]),
+    }
+
+
+def breakdown_markdown(analyses: list[dict[str, Any]]) -> str:
+    """One row per run: how many of its wrong answers fall under each failure tag."""
+    from arag.eval.report import METHOD_LABELS
+
+    head = "| Method | Dataset | Questions | Wrong | " + " | ".join(FAILURE_TAGS) + " | Judge disagreements |"
+    lines = ["## Failure analysis (wrong answers by cause)", "", head, "|---" * (len(FAILURE_TAGS) + 5) + "|"]
+    for a in analyses:
+        cells = [str(a["tags"][tag]) for tag in FAILURE_TAGS]
+        label = METHOD_LABELS.get(a["method"] or "", a["method"] or a["run_dir"])
+        lines.append(
+            f"| {label} | {a['dataset']} | {a['questions']} | {a['wrong']} | "
+            + " | ".join(cells)
+            + f" | {a['judge_disagreements']} |"
+        )
+    lines += [
+        "",
+        "retrieval_miss: gold never shown; seen_not_read: gold only in snippets; partial: a hop never found; "
+        "reasoning: all gold read, still wrong; stalled / budget: a forced answer; see `arag/eval/analyze.py`.",
+    ]
+    return "\n".join(lines) + "\n"
