@@ -266,3 +266,88 @@ def test_ask_without_model_gives_setup_message(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 1 and "ARAG_MODEL" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ the compact profile (small models)
+def hit_ids(observation: str) -> list[str]:
+    """Chunk ids of a search observation's "[n] chunk ID (score s)" lines, in rank order."""
+    return [
+        line.split(" chunk ", 1)[1].rsplit(" (score", 1)[0] for line in observation.splitlines() if line.startswith("[")
+    ]
+
+
+def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="small", max_retries=0))
+    return Agent(index, model, AgentSettings(profile="compact", **settings))  # type: ignore[arg-type]
+
+
+def test_compact_reads_hits_by_number_and_hints_how(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"]})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion("20 March 851 [chunk Ermengarde of Tours#0]"),
+    ]
+    result = compact_agent(hippo_index, server).run("When did Ermengarde of Tours die?")
+    first_hit = hit_ids(result.trajectory[0].observation)[0]
+    assert (
+        'Read the most promising hit in full: chunk_read {"chunk_ids": ["hit 1"]}' in result.trajectory[0].observation
+    )
+    assert result.read_chunks == [first_hit] and result.trajectory[1].arguments == {"chunk_ids": ["hit 1"]}
+    assert result.stop_reason == "answered" and result.citations == [{"chunk_id": first_hit, "verified": True}]
+    assert server.requests[0]["messages"][0]["content"].startswith("You answer a question using a document")
+
+
+def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"], "top_k": 3})]),
+        completion("I do not have enough information."),
+        completion("20 March 851 [chunk Ermengarde of Tours#0]"),
+    ]
+    result = compact_agent(hippo_index, server).run("When did Lothair II's mother die?")
+    harness = result.trajectory[1]
+    assert harness.tool == "chunk_read" and harness.thought == "(harness)" and len(harness.arguments["chunk_ids"]) == 2
+    assert result.stop_reason == "answered" and result.answer.startswith("20 March 851")
+    nudge = server.requests[2]["messages"][-1]["content"]
+    assert nudge.startswith("You answered without reading any chunk in full")
+    # only once: a second answer without reading is accepted
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"]})]),
+        completion("no idea"),
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Waldrada"]}, "c3")]),
+        completion("still no idea"),
+    ]
+    again = compact_agent(hippo_index, server).run("q?")
+    assert again.stop_reason == "answered" and again.answer == "still no idea"
+
+
+def test_compact_repeated_call_reads_the_best_unread_hit(hippo_index: Index, server: ScriptedServer) -> None:
+    search = tool_call("keyword_search", {"keywords": ["Lothair"], "top_k": 2})
+    server.replies = [completion(tool_calls=[search]), completion(tool_calls=[search]), completion(tool_calls=[search])]
+    server.default = completion("done")
+    result = compact_agent(hippo_index, server, max_steps=5, stall_limit=2).run("q?")
+    hits = result.trajectory[0].observation
+    first, second = hit_ids(hits)
+    assert result.trajectory[1].observation.startswith("You already made this exact call; its result is above. Instead")
+    assert f"[chunk {first}]" in result.trajectory[1].observation
+    assert f"[chunk {second}]" in result.trajectory[2].observation  # the next unread one
+    assert result.read_chunks == sorted([first, second])
+    assert result.stop_reason == "answered"  # showing new text is progress, not a stall
+
+
+def test_compact_final_answer_prompt_asks_for_a_short_cited_answer(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [completion(tool_calls=[tool_call("semantic_search", {"query": "Lothair"})])]
+    server.default = completion("Lothair II [chunk Lothair II#0]")
+    result = compact_agent(hippo_index, server, max_steps=1).run("Who?")
+    assert result.stop_reason == "max_steps"
+    final = server.requests[-1]["messages"][-1]["content"]
+    assert (
+        final.startswith("Stop searching now. Give the final answer in a few words")
+        and "tools" not in server.requests[-1]
+    )
+
+
+def test_auto_profile_is_compact_only_for_the_embedded_model(hippo_index: Index, server: ScriptedServer) -> None:
+    hosted = ChatModel(LLMSettings(base_url=server.base_url, model="gpt-4o-mini"))
+    local = ChatModel(LLMSettings(base_url=server.base_url, model="qwen"), local=True)
+    assert not Agent(hippo_index, hosted).compact and Agent(hippo_index, local).compact
+    assert not Agent(hippo_index, local, AgentSettings(profile="paper")).compact

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
-from arag.errors import InputError, LLMError, TimeBudgetExceeded
+from arag.errors import ConfigError, InputError, LLMError, TimeBudgetExceeded
 from arag.index import Index
 from arag.llm import ChatModel, ChatTurn, Usage
 from arag.settings import AgentSettings
@@ -55,10 +55,27 @@ class AgentResult:
         return data
 
 
-def load_system_prompt(settings: AgentSettings) -> str:
+def load_system_prompt(settings: AgentSettings, compact: bool = False) -> str:
     if settings.system_prompt_file is not None:
-        return settings.system_prompt_file.read_text(encoding="utf-8")
-    return resources.files("arag").joinpath("prompts/system.md").read_text(encoding="utf-8")
+        try:
+            return settings.system_prompt_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the system prompt {settings.system_prompt_file}: {exc}") from None
+    name = "prompts/compact.md" if compact else "prompts/system.md"
+    return resources.files("arag").joinpath(name).read_text(encoding="utf-8")
+
+
+FINAL_PAPER = "Stop searching now. Answer the question from what you have gathered, citing chunks as [chunk ID]."
+FINAL_COMPACT = (
+    "Stop searching now. Give the final answer in a few words (a name, a date, a number, or yes/no), then the "
+    "ids of the chunks it comes from, like: Paris [chunk Paris#0]. Do not describe the chunks. If the text "
+    "above does not contain the answer, give your best guess."
+)
+READ_BEFORE_ANSWER = (
+    "You answered without reading any chunk in full, and snippets often miss the answer. The best hits are "
+    "shown in full below. Answer from them (short, with [chunk ID]), or search again if they do not hold it."
+)
+REPEATED = "You already made this exact call; its result is above."
 
 
 def action_schema(toolkit: Toolkit | None, allow_answer: bool = True) -> dict[str, Any]:
@@ -115,7 +132,9 @@ class Agent:
         self.settings = settings or AgentSettings()
         mode = self.settings.action_mode
         self.json_actions = json_actions if json_actions is not None else mode == "json"
-        self.system_prompt = load_system_prompt(self.settings)
+        profile = self.settings.profile
+        self.compact = profile == "compact" or (profile == "auto" and getattr(model, "local", False))
+        self.system_prompt = load_system_prompt(self.settings, self.compact)
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
 
@@ -123,16 +142,15 @@ class Agent:
         question = check_question(question)
         started = time.perf_counter()
         deadline = time.monotonic() + self.settings.time_budget_s
-        toolkit = Toolkit(
-            self.index, enabled=self.settings.tools, names={str(k): v for k, v in self.settings.tool_names.items()}
-        )
-        usage, trajectory = Usage(), []
+        names = {str(k): v for k, v in self.settings.tool_names.items()}
+        toolkit = Toolkit(self.index, enabled=self.settings.tools, names=names, hints=self.compact)
+        usage, trajectory = Usage(), list[Step]()
         model_calls: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self._system(toolkit)},
             {"role": "user", "content": f"Question: {question}"},
         ]
-        answer, stop, error, stalls, done = "", "max_steps", None, 0, set()
+        answer, stop, error, stalls, done, nudged = "", "max_steps", None, 0, set(), False
         try:
             for step in range(self.settings.max_steps):
                 if usage.total_tokens >= self.settings.token_budget:
@@ -140,6 +158,11 @@ class Agent:
                     break
                 turn = self._ask(messages, toolkit, usage, model_calls, deadline, final=False, first=step == 0)
                 calls, answer, thought = self._parse(turn)
+                unread = self._unread_hits(toolkit) if not calls and answer and not nudged else []
+                if unread and unread == toolkit.last_hits:
+                    nudged = True  # once: a small model answers from snippets, which rarely hold the answer
+                    self._harness_read(toolkit, unread[:2], READ_BEFORE_ANSWER, messages, trajectory)
+                    continue
                 if not calls and answer:
                     stop = "answered"
                     break
@@ -151,16 +174,8 @@ class Agent:
                 for call in calls if self.settings.parallel_tool_calls else calls[:1]:
                     key = f"{call.name}:{json.dumps(_safe_args(call.arguments), sort_keys=True)}"
                     if key in done:
-                        stalls += 1
-                        result = ToolResult(
-                            call.name,
-                            _safe_args(call.arguments),
-                            "You already made this exact call; its result is above. Use it, "
-                            "try something different, or give the final answer.",
-                            0,
-                            0.0,
-                            False,
-                        )
+                        result = self._repeated(call, toolkit)
+                        stalls = 0 if result.chunk_ids else stalls + 1  # new text shown is progress
                     else:
                         stalls = 0
                         done.add(key)
@@ -193,13 +208,7 @@ class Agent:
                     }
                 )
             if stop != "answered":
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": "Stop searching now. Answer the question from what you "
-                        "have gathered, citing chunks as [chunk ID].",
-                    }
-                )
+                messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
                 answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, final=True))[1]
         except TimeBudgetExceeded as exc:
             stop, error = "time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)"
@@ -223,6 +232,34 @@ class Agent:
         )
 
     # ------------------------------------------------------------------ helpers
+    def _unread_hits(self, toolkit: Toolkit) -> list[str]:
+        """The latest search's hits not yet read, when the compact profile may read them for the model."""
+        if not self.compact or "chunk_read" not in toolkit.enabled or not toolkit.last_hits:
+            return []
+        return [c for c in toolkit.last_hits if c not in toolkit.tracker.read_ids]
+
+    def _repeated(self, call: _Call, toolkit: Toolkit) -> ToolResult:
+        """A repeated call: the compact profile reads the best unread hit instead; the paper's loop refuses."""
+        unread = self._unread_hits(toolkit)
+        if unread:
+            result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": unread[:1]})
+            result.observation = (
+                f"{REPEATED} Instead, here is the best hit you have not read yet:\n{result.observation}"
+            )
+            return result
+        text = f"{REPEATED} Use it, try something different, or give the final answer."
+        return ToolResult(call.name, _safe_args(call.arguments), text, 0, 0.0, False)
+
+    def _harness_read(
+        self, toolkit: Toolkit, ids: list[str], note: str, messages: list[dict[str, Any]], trajectory: list[Step]
+    ) -> None:
+        result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": ids})
+        step = Step(result.name, result.arguments, result.observation, result.retrieved_tokens, 0.0, "(harness)")
+        trajectory.append(step)
+        if self.on_step:
+            self.on_step(step)
+        messages.append({"role": "user", "content": f"{note}\n\n{result.observation}"})
+
     def _system(self, toolkit: Toolkit) -> str:
         text = (
             self.system_prompt + f"\nAvailable tools: {', '.join(toolkit.functions())}. You have at most "

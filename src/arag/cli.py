@@ -69,6 +69,7 @@ ActionModeOpt = Annotated[
     str | None, typer.Option(help=describe(AgentSettings, "action_mode", "ARAG_AGENT__ACTION_MODE"))
 ]
 CorpusOpt = Annotated[str, typer.Option(help="auto, chunks (A-RAG chunks.json) or corpus (passages).")]
+ProfileOpt = Annotated[str | None, typer.Option(help=describe(AgentSettings, "profile", "ARAG_AGENT__PROFILE"))]
 ThreadsOpt = Annotated[
     int | None, typer.Option(min=1, max=256, help=describe(IndexSettings, "threads", "ARAG_INDEX__THREADS"))
 ]
@@ -336,6 +337,7 @@ def ask(
     base_url: BaseUrlOpt = None,
     local_model: LocalModelOpt = None,
     action_mode: ActionModeOpt = None,
+    profile: ProfileOpt = None,
     parallel_tool_calls: Annotated[
         bool | None,
         typer.Option(
@@ -371,6 +373,7 @@ def ask(
             "agent": {
                 "max_steps": max_steps,
                 "action_mode": action_mode,
+                "profile": profile,
                 "parallel_tool_calls": parallel_tool_calls,
                 "time_budget_s": time_budget,
                 "trajectory_file": str(trajectory_file) if trajectory_file else None,
@@ -466,6 +469,7 @@ def _eval_setup(
     action_mode: str | None,
     judge_prompt_file: Path | None = None,
     system_prompt_file: Path | None = None,
+    profile: str | None = None,
 ):
     return _settings(
         config,
@@ -474,6 +478,7 @@ def _eval_setup(
             "agent": {
                 "max_steps": max_steps,
                 "action_mode": action_mode,
+                "profile": profile,
                 "system_prompt_file": str(system_prompt_file) if system_prompt_file else None,
             },
             "eval": {"judge_prompt_file": str(judge_prompt_file) if judge_prompt_file else None},
@@ -668,10 +673,13 @@ def eval_run(
     base_url: BaseUrlOpt = None,
     local_model: LocalModelOpt = None,
     action_mode: ActionModeOpt = None,
+    profile: ProfileOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
-    settings = _eval_setup(config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file)
+    settings = _eval_setup(
+        config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file, profile
+    )
     choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file)
     summary = _run_one(
         choice, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, index_dir, first
@@ -698,6 +706,7 @@ def eval_sweep(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalModelOpt = None,
+    profile: ProfileOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20)."""
@@ -710,7 +719,7 @@ def eval_sweep(
     choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file)
     summaries = []
     for steps in values:
-        settings = _eval_setup(config, steps, model, base_url, None, judge_prompt_file, system_prompt_file)
+        settings = _eval_setup(config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile)
         summaries.append(
             _run_one(
                 choice, method, out / f"steps-{steps}", settings, workers, limit, seed, local_model, judge, 5, None

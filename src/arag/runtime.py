@@ -38,7 +38,8 @@ def chat_model(
             "model": server.model_name,
             "api_key": "local",
             "temperature": 0.0 if llm.temperature is None else llm.temperature,
-            "max_tokens": llm.max_tokens or 512,
+            # an action or a short answer; a cap keeps a rambling small model from spending a minute per step
+            "max_tokens": llm.max_tokens or 320,
         }
     )
     return ChatModel(local, settings.prices, local=True), True

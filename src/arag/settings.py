@@ -103,6 +103,12 @@ class AgentSettings(BaseModel):
         description="'native' tool calls, 'json' constrained actions (response_format), 'auto' picks per model.",
     )
     parallel_tool_calls: bool = Field(False, description="Execute every tool call in a response, not only the first.")
+    profile: Literal["auto", "paper", "compact"] = Field(
+        "auto",
+        description="'paper': the paper's prompt and loop; 'compact': for small models (a worked example in the "
+        "prompt, read hints, a repeated call reads the best unread hit, an answer given before any read gets the "
+        "top hits read first, a short final answer); 'auto': compact for the embedded model, paper otherwise.",
+    )
     tools: list[ToolName] = Field(
         default_factory=lambda: list(TOOL_NAMES),
         description="Enabled tools.",

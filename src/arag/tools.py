@@ -71,6 +71,7 @@ class Toolkit:
         exact: bool | None = None,
         encoding: str = "cl100k_base",
         names: dict[str, str] | None = None,
+        hints: bool = False,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -87,6 +88,8 @@ class Toolkit:
         # Without chunk_read the agent could never see more than snippets, so searches return full text.
         self.full_text_results = "chunk_read" not in self.enabled
         self._shown: list[str] = []  # chunk ids whose content the current call returns
+        self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        self.hints = hints  # end search results with how to read a hit (helps small models)
 
     # ------------------------------------------------------------------ the tools
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
@@ -137,7 +140,7 @@ class Toolkit:
         if len(chunk_ids) > MAX_READ:
             notes = f"(only the first {MAX_READ} of {len(chunk_ids)} ids were read)\n"
             chunk_ids = chunk_ids[:MAX_READ]
-        ids = [c for c in (_bare_chunk_id(c) for c in chunk_ids) if c]
+        ids = [c for c in (self._resolve_id(c) for c in chunk_ids) if c]
         if not ids:
             raise ToolArgumentError('chunk_ids is empty; pass ids from a search result, e.g. ["12"]')
         found, _missing = self.index.read(ids)  # unknown ids are reported inline, in the order asked
@@ -172,7 +175,17 @@ class Toolkit:
             cleaned = [k[:MAX_ARGUMENT_CHARS] for k in cleaned]
         return cleaned, notes
 
+    def _resolve_id(self, value: str) -> str:
+        """A chunk id as the model wrote it: the id itself, "chunk 12", "[12]", or "hit 2" / "#2" for the
+        second hit of the latest search."""
+        text = _bare_chunk_id(value)
+        match = _HIT_REFERENCE.match(text)
+        if match and 1 <= int(match.group(1)) <= len(self.last_hits):
+            return self.last_hits[int(match.group(1)) - 1]
+        return text
+
     def _format_hits(self, header: str, hits: list[SearchHit], notes: str) -> str:
+        self.last_hits = [h.chunk_id for h in hits]
         if not hits:
             return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
         lines = [f"{notes}{header}: {len(hits)} chunks"]
@@ -189,6 +202,13 @@ class Toolkit:
                 lines.append(f"  - {_shorten(snippet)}")
             if len(hit.snippets) > 5:
                 lines.append(f"  (+{len(hit.snippets) - 5} more matching sentences)")
+        if self.hints and not self.full_text_results:
+            unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
+            if unread:
+                lines.append(
+                    f"These are only snippets. Read the most promising hit in full: {self.names['chunk_read']} "
+                    f'{{"chunk_ids": ["hit {unread[0]}"]}}.'
+                )
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ dispatch
@@ -244,8 +264,15 @@ def _clamp_top_k(top_k: int) -> tuple[int, str]:
 
 
 def _shorten(text: str, limit: int = 400) -> str:
+    """One line of at most ``limit`` characters, cut at a word boundary (a cut word misleads a small model)."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - 1)
+    return text[: cut if cut > limit // 2 else limit - 1] + " …"
+
+
+_HIT_REFERENCE = re.compile(r"^(?:hit\s*#?\s*|#)(\d{1,3})$", re.I)
 
 
 def parse_arguments(arguments: Any) -> dict[str, Any]:
