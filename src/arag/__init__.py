@@ -1,9 +1,25 @@
 """A-RAG: agentic retrieval-augmented generation with hierarchical retrieval interfaces."""
 
+from arag.agent import Agent, AgentResult
+from arag.api import Session, ask, make_agent, open_index, stream
 from arag.errors import ARagError
-from arag.index import Index
+from arag.index import Index, SearchHit
+from arag.settings import Settings, load_settings
 
-__all__ = ["ARagError", "Index"]
+__all__ = [
+    "ARagError",
+    "Agent",
+    "AgentResult",
+    "Index",
+    "SearchHit",
+    "Session",
+    "Settings",
+    "ask",
+    "load_settings",
+    "make_agent",
+    "open_index",
+    "stream",
+]
 try:
     from importlib.metadata import PackageNotFoundError, version
 

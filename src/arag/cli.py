@@ -361,8 +361,7 @@ def ask(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question with the A-RAG agent, showing each step."""
-    from arag.agent import Agent, check_question
-    from arag.runtime import chat_model
+    from arag.agent import check_question
 
     question = check_question(question)
 
@@ -380,11 +379,11 @@ def ask(
             },
         },
     )
+    from arag.api import make_agent
+
     idx = _open_index(index_dir, settings.index.threads)
     with _status("loading the model…", enabled=not as_json):
-        chat, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
-    mode = settings.agent.action_mode
-    agent = Agent(idx, chat, settings.agent, json_actions=mode == "json" or (mode == "auto" and embedded))
+        agent = make_agent(idx, settings, local_model=local_model)
     if as_json:
         result = agent.run(question)
     else:

@@ -1,0 +1,104 @@
+"""The Python API: what the CLI, the MCP server and the HTTP server do, for library users.
+
+    import arag
+
+    index = arag.open_index("my-index")                     # once; share it between threads
+    hits = index.keyword_search(["Lothair II"], top_k=5)     # the three tools, as data
+    hits = index.semantic_search("who was his mother", top_k=5)
+    records, missing = index.read(["notes.md#0"])
+    session = arag.Session(index)                            # the tools as the model sees them (one tracker)
+    print(session.call("chunk_read", {"chunk_ids": ["notes.md#0"]}).observation)
+    result = arag.ask(index, "When did Lothair II's mother die?")   # an AgentResult
+    for event in arag.stream(index, "When did Lothair II's mother die?"):
+        print(event["type"], event)                           # "step" events as they happen, then "result"
+
+The model is the configured endpoint (``ARAG_BASE_URL`` / ``ARAG_MODEL``, or ``settings.llm``), else the
+embedded local model.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from arag.agent import Agent, AgentResult, Step, check_question
+from arag.index import Index
+from arag.llm import ChatModel
+from arag.settings import Settings, load_settings
+from arag.tools import Toolkit
+
+
+def open_index(path: str | Path, settings: Settings | None = None) -> Index:
+    """Open an index once, with the thread count and IVF probes of ``settings`` (default: the environment's)."""
+    index_settings = (settings or load_settings()).index
+    return Index.open(path, threads=index_settings.threads, probes=index_settings.ann_probes)
+
+
+# the three tools over a shared index, with their own context tracker: one per conversation
+Session = Toolkit
+
+
+def make_agent(
+    index: Index, settings: Settings | None = None, model: ChatModel | None = None, local_model: str | None = None
+) -> Agent:
+    """An agent over ``index`` with the configured model (or ``model``); JSON actions for the embedded model."""
+    from arag.runtime import chat_model
+
+    settings = settings or load_settings()
+    embedded = False
+    if model is None:
+        model, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
+    else:
+        embedded = model.local
+    mode = settings.agent.action_mode
+    return Agent(index, model, settings.agent, json_actions=mode == "json" or (mode == "auto" and embedded))
+
+
+def ask(index: Index, question: str, settings: Settings | None = None, model: ChatModel | None = None) -> AgentResult:
+    """Answer one question with the A-RAG agent."""
+    return make_agent(index, settings, model).run(question)
+
+
+def step_event(step: Step, number: int) -> dict[str, Any]:
+    return {"type": "step", "number": number, **asdict(step)}
+
+
+def stream(
+    index: Index,
+    question: str,
+    settings: Settings | None = None,
+    model: ChatModel | None = None,
+    agent: Agent | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The agent's steps as events while it works: ``{"type": "step", ...}`` per tool call, then
+    ``{"type": "result", ...}`` (the whole :class:`AgentResult`), or ``{"type": "error", "message": ...}``.
+    Closing the iterator early stops waiting (the question ends at its next step or its time budget)."""
+    question = check_question(question)
+    agent = agent or make_agent(index, settings, model)
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
+    counter = iter(range(1, 1_000_000))
+    agent.on_step = lambda step: events.put(step_event(step, next(counter)))
+
+    def work() -> None:
+        try:
+            events.put({"type": "result", **agent.run(question).to_dict()})
+        except Exception as exc:  # delivered as an event: the consumer may be another thread or a web client
+            events.put({"type": "error", "message": str(exc) or type(exc).__name__})
+
+    worker = threading.Thread(target=work, name="arag-ask", daemon=True)
+    worker.start()
+    while True:
+        if stop is not None and stop.is_set():
+            return
+        try:
+            event = events.get(timeout=0.25)
+        except queue.Empty:
+            continue
+        yield event
+        if event["type"] in ("result", "error"):
+            return
