@@ -16,7 +16,7 @@ from arag.llm import ChatModel, ChatTurn, Usage
 from arag.settings import AgentSettings
 from arag.tools import Toolkit, ToolResult, parse_arguments
 
-STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "error")
+STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "cancelled", "error")
 MAX_QUESTION_CHARS = 20_000
 _JSON_CANDIDATES = 4  # tagged or fenced blocks tried per reply: enough for real replies, linear for hostile ones
 _CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
@@ -137,6 +137,7 @@ class Agent:
         self.system_prompt = load_system_prompt(self.settings, self.compact)
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
+        self.cancelled: Callable[[], bool] | None = None  # checked before each step (a client went away)
 
     def run(self, question: str) -> AgentResult:
         question = check_question(question)
@@ -153,6 +154,9 @@ class Agent:
         answer, stop, error, stalls, done, nudged = "", "max_steps", None, 0, set(), False
         try:
             for step in range(self.settings.max_steps):
+                if self.cancelled and self.cancelled():
+                    stop = "cancelled"
+                    break
                 if usage.total_tokens >= self.settings.token_budget:
                     stop = "token_budget"
                     break
@@ -207,7 +211,7 @@ class Agent:
                         f"{max(0, self.settings.token_budget - usage.total_tokens)} tokens left]",
                     }
                 )
-            if stop != "answered":
+            if stop not in ("answered", "cancelled"):
                 messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
                 answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, final=True))[1]
         except TimeBudgetExceeded as exc:

@@ -83,6 +83,8 @@ def stream(
     events: queue.Queue[dict[str, Any]] = queue.Queue()
     counter = iter(range(1, 1_000_000))
     agent.on_step = lambda step: events.put(step_event(step, next(counter)))
+    if stop is not None:
+        agent.cancelled = stop.is_set
 
     def work() -> None:
         try:

@@ -460,6 +460,45 @@ def mcp(index_dir: IndexOpt) -> None:
     serve(_open_index(index_dir))  # threads and IVF probes from settings, like the other commands
 
 
+@app.command()
+def serve(
+    index_dir: IndexOpt,
+    runs: Annotated[
+        Path | None, typer.Option("--runs", help="Folder of 'arag eval run' outputs to browse. [default: none]")
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option(help="Address to bind; not loopback requires --token. [default: 127.0.0.1]")
+    ] = None,
+    port: Annotated[int | None, typer.Option(min=0, max=65535, help="TCP port. [default: 8000]")] = None,
+    token: Annotated[
+        str | None, typer.Option(help="Bearer token every request must carry. [default: none; env ARAG_SERVER__TOKEN]")
+    ] = None,
+    max_concurrent_asks: Annotated[
+        int | None, typer.Option(min=1, max=256, help="Questions answered at once; more get 429. [default: 2]")
+    ] = None,
+    local_model: LocalModelOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the HTTP API, the web page (open http://HOST:PORT/) and MCP over HTTP (/mcp)."""
+    try:
+        from arag.server import serve as run_server
+    except ImportError:
+        from arag.errors import MissingExtraError
+
+        raise MissingExtraError("arag serve needs FastAPI and uvicorn: pip install 'a-rag[serve]'") from None
+    if local_model:
+        os.environ["ARAG_LOCAL_MODEL"] = local_model
+    settings = _settings(
+        config,
+        {"server": {"host": host, "port": port, "token": token, "max_concurrent_asks": max_concurrent_asks}},
+    )
+    if runs is not None and not runs.is_dir():
+        raise InputError(f"--runs {runs} is not a folder")
+    index = _open_index(index_dir, settings.index.threads)
+    _say("serving", f"http://{settings.server.host}:{settings.server.port}/ (MCP: /mcp, API docs: /api/docs)")
+    run_server(index, settings, runs)
+
+
 def _eval_setup(
     config: Path | None,
     max_steps: int | None,

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -28,20 +30,23 @@ MAX_DEPTH = 32
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
 
-def build_server(toolkit: Toolkit) -> Server:
+def build_server(toolkit_for: Callable[[Any], Toolkit]) -> Server:
+    """The MCP server; ``toolkit_for(request_context)`` gives each MCP session its toolkit (its own context
+    tracker); it is called with None for the tool list."""
     tools = [
         types.Tool(
             name=s["function"]["name"],
             description=s["function"]["description"],
             input_schema=s["function"]["parameters"],
         )
-        for s in toolkit.schemas()
+        for s in toolkit_for(None).schemas()
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        toolkit = toolkit_for(ctx)
         result = await anyio.to_thread.run_sync(toolkit.call, params.name, dict(params.arguments or {}))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.observation)], is_error=not result.ok
@@ -50,9 +55,31 @@ def build_server(toolkit: Toolkit) -> Server:
     return Server("a-rag", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def per_session_toolkits(index: Index, keep: int = 1024) -> Callable[[Any], Toolkit]:
+    """One toolkit per MCP session over HTTP, by the session id the transport assigns (``mcp-session-id``);
+    the least recently used are forgotten beyond ``keep`` sessions."""
+    toolkits: OrderedDict[str, Toolkit] = OrderedDict()
+    shared = Toolkit(index)
+    lock = threading.Lock()
+
+    def toolkit_for(ctx: Any) -> Toolkit:
+        request = getattr(ctx, "request", None)
+        session_id = request.headers.get("mcp-session-id") if request is not None else None
+        if not session_id:
+            return shared
+        with lock:
+            toolkit = toolkits.pop(session_id, None) or Toolkit(index)
+            toolkits[session_id] = toolkit
+            while len(toolkits) > keep:
+                toolkits.popitem(last=False)
+        return toolkit
+
+    return toolkit_for
+
+
 def serve(index: Index) -> None:
-    toolkit = Toolkit(index)
-    server = build_server(toolkit)
+    toolkit = Toolkit(index)  # a stdio server serves one session
+    server = build_server(lambda session: toolkit)
 
     async def main() -> None:
         wire = _Wire(anyio.wrap_file(_stdout()))

@@ -141,6 +141,24 @@ class EvalSettings(BaseModel):
     )
 
 
+class ServerSettings(BaseModel):
+    """``arag serve``: the HTTP API, the web page and MCP over HTTP."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("127.0.0.1", description="Address to bind; anything but loopback requires a token.")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0: any free port).")
+    token: str | None = Field(
+        None, min_length=16, description="Bearer token required on every request (env ARAG_SERVER__TOKEN)."
+    )
+    max_concurrent_asks: int = Field(
+        2, ge=1, le=256, description="Questions answered at once; more get HTTP 429 with Retry-After."
+    )
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body accepted.")
+    request_timeout_s: float = Field(60.0, gt=0, description="Deadline of a search, read or info request, seconds.")
+    cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (default: none).")
+
+
 class Settings(BaseSettings):
     """All of a-rag's settings."""
 
@@ -153,6 +171,7 @@ class Settings(BaseSettings):
     judge: LLMSettings = Field(default_factory=LLMSettings, description="Judge LLM endpoint for LLM-Acc.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Agent loop.")
     eval: EvalSettings = Field(default_factory=EvalSettings, description="Evaluation protocol.")
+    server: ServerSettings = Field(default_factory=ServerSettings, description="arag serve.")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="Override USD per 1M tokens as {model: (input, output)}.",

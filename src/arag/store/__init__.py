@@ -86,6 +86,10 @@ class Store(Protocol):
         """For each document id, its chunk row range [begin, end)."""
         ...
 
+    def doc_chunk_range(self, doc_id: str) -> tuple[int, int]:
+        """One document's chunk row range [begin, end); (0, 0) for an unknown id."""
+        ...
+
     def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
         """``(row, score)`` of the top_k chunks by Σ_k count(lower(k), lower(chunk)) · len(k), score > 0,
         ordered by score descending then row ascending. ``keywords`` are stripped, non-empty and distinct."""

@@ -424,6 +424,15 @@ class EmbeddedStore:
             )
         }
 
+    def doc_chunk_range(self, doc_id: str) -> tuple[int, int]:
+        """One document's chunk row range [begin, end); (0, 0) for an unknown id."""
+        with self._db_errors():
+            lo, hi = self._db.execute(
+                "SELECT MIN(c.row), MAX(c.row) FROM chunks c JOIN docs d ON d.doc_row = c.doc_row WHERE d.doc_id = ?",
+                (doc_id,),
+            ).fetchone()
+        return (0, 0) if lo is None else (int(lo), int(hi) + 1)
+
     def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
         with self._db_errors():
             return self._keyword_scores(keywords, top_k)

@@ -1,0 +1,424 @@
+"""``arag serve``: the HTTP API, the web page and MCP over HTTP, on FastAPI + uvicorn.
+
+A thin layer: every endpoint calls :class:`~arag.index.Index`, :mod:`arag.api` (the agent) or reads the
+run folders that ``arag eval run`` writes. JSON shapes are the CLI's ``--json`` shapes.
+
+Safety: loopback by default; any other address requires a token, checked on every request (API, event
+stream, MCP, page); bodies and arguments are bounded; CORS is off unless origins are configured; the page
+renders every corpus and model text as text; no endpoint reads a file outside the index and the runs folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import anyio
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from arag import __version__
+from arag.errors import ARagError, ConfigError
+from arag.index import Index
+from arag.settings import Settings
+from arag.tools import MAX_KEYWORDS, MAX_QUERY_CHARS, MAX_READ, MAX_TOP_K
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WEB = "web"
+
+
+# ------------------------------------------------------------------ request bodies (bounded)
+class KeywordQuery(BaseModel):
+    keywords: list[str] = Field(min_length=1, max_length=MAX_KEYWORDS)
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K)
+
+
+class SemanticQuery(BaseModel):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K)
+
+
+class ReadQuery(BaseModel):
+    chunk_ids: list[str] = Field(min_length=1, max_length=MAX_READ)
+
+
+class AskQuery(BaseModel):
+    question: str = Field(min_length=1, max_length=20_000)
+    max_steps: int | None = Field(None, ge=1, le=50)
+
+
+# ------------------------------------------------------------------ middleware
+class Guard:
+    """Token check on every request (header, ``?token=`` or the cookie the page sets) and a body-size cap."""
+
+    def __init__(self, app: ASGIApp, token: str | None, max_body: int) -> None:
+        self.app, self.token, self.max_body = app, token, max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.token is not None and not self._authorized(scope, headers):
+            await JSONResponse({"detail": "missing or wrong token"}, 401)(scope, receive, send)
+            return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await JSONResponse({"detail": f"request body larger than {self.max_body} bytes"}, 413)(scope, receive, send)
+            return
+        received = 0
+
+        async def bounded_receive() -> Any:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_body:
+                raise HTTPException(413, f"request body larger than {self.max_body} bytes")
+            return message
+
+        await self.app(scope, bounded_receive, send)
+
+    def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
+        assert self.token is not None
+        offered = []
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            offered.append(auth[7:].strip())
+        from urllib.parse import parse_qs
+
+        offered += parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [])
+        for part in headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == "arag_token":
+                offered.append(value)
+        return any(hmac.compare_digest(o.encode(), self.token.encode()) for o in offered)
+
+
+# ------------------------------------------------------------------ the app
+def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, agent_factory: Any = None) -> FastAPI:
+    """The ASGI app over one shared index. ``agent_factory()`` makes an agent per question (default: the
+    configured model, loaded once on first use)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from arag.api import make_agent
+    from arag.mcp_server import build_server, per_session_toolkits
+
+    server_settings = settings.server
+    mcp_sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(index)), json_response=False)
+    asks = threading.BoundedSemaphore(server_settings.max_concurrent_asks)
+    model_lock = threading.Lock()
+    shared_model: list[Any] = []
+
+    def new_agent(max_steps: int | None) -> Any:
+        if agent_factory is not None:
+            return agent_factory(max_steps)
+        agent_settings = settings.model_copy(deep=True)
+        if max_steps:
+            agent_settings.agent.max_steps = max_steps
+        with model_lock:  # the embedded model is loaded once, on the first question
+            if not shared_model:
+                shared_model.append(make_agent(index, agent_settings).model)
+        return make_agent(index, agent_settings, model=shared_model[0])
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with mcp_sessions.run():
+            yield
+
+    app = FastAPI(
+        title="a-rag",
+        version=__version__,
+        description="Agentic retrieval over hierarchical retrieval interfaces (keyword, semantic, chunk read).",
+        lifespan=lifespan,
+        docs_url=None,  # Swagger UI loads its assets from a CDN; /api/docs serves a page that needs none
+        redoc_url=None,
+    )
+
+    async def bounded(function: Any, *args: Any) -> Any:
+        try:
+            with anyio.fail_after(server_settings.request_timeout_s):
+                return await anyio.to_thread.run_sync(function, *args)
+        except TimeoutError:
+            raise HTTPException(504, f"no result within {server_settings.request_timeout_s:g} s") from None
+        except ARagError as exc:
+            raise HTTPException(400, str(exc)) from None
+
+    @app.get("/api/info")
+    async def info() -> dict[str, Any]:
+        manifest = asdict(index.manifest)
+        manifest.pop("files", None)
+        return {"version": __version__, "manifest": manifest, "runs": runs_dir is not None}
+
+    @app.post("/api/search/keyword")
+    async def keyword(body: KeywordQuery) -> list[dict[str, Any]]:
+        keywords = [k for k in body.keywords if k.strip()]
+        if not keywords:
+            raise HTTPException(422, "the keyword list is empty")
+        hits = await bounded(index.keyword_search, keywords, body.top_k)
+        return [h.to_dict() for h in hits]
+
+    @app.post("/api/search/semantic")
+    async def semantic(body: SemanticQuery) -> list[dict[str, Any]]:
+        if not body.query.strip():
+            raise HTTPException(422, "the query is empty")
+        hits = await bounded(index.semantic_search, body.query, body.top_k)
+        return [h.to_dict() for h in hits]
+
+    @app.post("/api/read")
+    async def read(body: ReadQuery) -> dict[str, Any]:
+        found, missing = await bounded(index.read, body.chunk_ids)
+        return {"chunks": [_chunk_dict(index, r) for r in found], "missing": missing}
+
+    @app.get("/api/chunks/{chunk_id:path}")
+    async def chunk(chunk_id: str) -> dict[str, Any]:
+        found, _ = await bounded(index.read, [chunk_id[:MAX_QUERY_CHARS]])
+        if not found:
+            raise HTTPException(404, f"no chunk {chunk_id!r}")
+        return _chunk_dict(index, found[0])
+
+    @app.get("/api/export")
+    async def export() -> StreamingResponse:
+        def lines() -> Iterator[bytes]:
+            for record in index.store.iter_chunks():
+                row = {"chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text}
+                yield (json.dumps(row, ensure_ascii=False) + "\n").encode()
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.post("/api/ask")
+    async def ask(body: AskQuery) -> Any:
+        from arag.agent import check_question
+
+        question = check_question_or_422(check_question, body.question)
+        if not asks.acquire(blocking=False):
+            return _busy()
+        try:
+            agent = await anyio.to_thread.run_sync(new_agent, body.max_steps)
+            result = await anyio.to_thread.run_sync(agent.run, question)
+        except ARagError as exc:
+            raise HTTPException(400, str(exc)) from None
+        finally:
+            asks.release()
+        return result.to_dict()
+
+    @app.post("/api/ask/stream")
+    async def ask_stream(body: AskQuery, request: Request) -> Any:
+        """Server-Sent Events: ``step`` per tool call as it happens, then ``answer``, then ``done``;
+        an ``error`` event if the question cannot be answered."""
+        from arag.agent import check_question
+        from arag.api import stream
+
+        question = check_question_or_422(check_question, body.question)
+        if not asks.acquire(blocking=False):
+            return _busy()
+        stop = threading.Event()
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                try:
+                    agent = await anyio.to_thread.run_sync(new_agent, body.max_steps)
+                except ARagError as exc:
+                    yield _sse("error", {"message": str(exc)})
+                    return
+                iterator = stream(index, question, agent=agent, stop=stop)
+                while True:
+                    event = await anyio.to_thread.run_sync(next, iterator, None)
+                    if event is None or await request.is_disconnected():
+                        break
+                    kind = event["type"]
+                    payload = {k: v for k, v in event.items() if k != "type"}
+                    yield _sse("answer" if kind == "result" else kind, payload)
+                    if kind in ("result", "error"):
+                        break
+                yield _sse("done", {})
+            finally:
+                stop.set()  # a client that went away ends the agent at its next step
+                asks.release()
+
+        return StreamingResponse(
+            events(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        )
+
+    # ------------------------------------------------------------------ evaluation runs
+    def run_path(name: str) -> Path:
+        if runs_dir is None:
+            raise HTTPException(404, "no runs folder (start with --runs DIR)")
+        root = runs_dir.resolve()
+        path = (root / name).resolve()
+        if path.parent != root or not (path / "results.jsonl").is_file():
+            raise HTTPException(404, f"no run {name!r}")
+        return path
+
+    @app.get("/api/runs")
+    async def runs() -> list[dict[str, Any]]:
+        if runs_dir is None:
+            return []
+        return await anyio.to_thread.run_sync(_list_runs, runs_dir)
+
+    @app.get("/api/runs/{name}")
+    async def run(name: str) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(_run_detail, run_path(name))
+
+    @app.get("/api/runs/{name}/questions/{question_id}")
+    async def run_question(name: str, question_id: str) -> dict[str, Any]:
+        from arag.eval.runner import RESULTS, _read_finished
+
+        records = await anyio.to_thread.run_sync(_read_finished, run_path(name) / RESULTS)
+        if question_id not in records:
+            raise HTTPException(404, f"no question {question_id!r} in run {name!r}")
+        return records[question_id]
+
+    @app.get("/api/compare")
+    async def compare(a: str = Query(max_length=200), b: str = Query(max_length=200)) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(_compare, run_path(a), run_path(b))
+
+    # ------------------------------------------------------------------ MCP over HTTP, the page
+    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        await mcp_sessions.handle_request(scope, receive, send)
+
+    app.mount("/mcp", mcp_endpoint)
+    web = Path(str(resources.files("arag").joinpath(WEB)))
+
+    @app.get("/", include_in_schema=False)
+    async def page(token: str | None = None) -> Response:
+        response = FileResponse(web / "index.html", headers={"Cache-Control": "no-store"})
+        if token:  # the page's own requests (scripts, API calls) then carry it
+            response.set_cookie("arag_token", token, httponly=True, samesite="strict")
+        return response
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def static(name: str) -> FileResponse:
+        if name not in {p.name for p in web.iterdir()} or name == "index.html":
+            raise HTTPException(404, "not found")
+        return FileResponse(web / name)
+
+    @app.get("/api/docs", include_in_schema=False)
+    async def docs() -> FileResponse:
+        return FileResponse(web / "docs.html")
+
+    if server_settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware, allow_origins=server_settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
+        )
+    app.add_middleware(Guard, token=server_settings.token, max_body=server_settings.max_body_bytes)
+    return app
+
+
+def check_question_or_422(check: Any, question: str) -> str:
+    try:
+        return check(question)
+    except ARagError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+def _busy() -> JSONResponse:
+    return JSONResponse(
+        {"detail": "too many questions at once; retry shortly"}, status_code=429, headers={"Retry-After": "5"}
+    )
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _chunk_dict(index: Index, record: Any) -> dict[str, Any]:
+    begin, end = index.store.doc_chunk_range(record.doc_id)
+    return {
+        "chunk_id": record.chunk_id,
+        "doc_id": record.doc_id,
+        "text": record.text,
+        "prev_id": record.prev_id,
+        "next_id": record.next_id,
+        "position": record.row - begin + 1,
+        "of": end - begin,
+    }
+
+
+def _list_runs(runs_dir: Path) -> list[dict[str, Any]]:
+    from arag.eval.report import load_runs
+
+    out = []
+    for path in sorted(p for p in runs_dir.iterdir() if (p / "results.jsonl").is_file()):
+        try:
+            [run] = load_runs([path])
+        except ARagError:
+            continue
+        out.append(_run_summary(path, run))
+    return out
+
+
+def _run_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
+    from arag.eval.stats import accuracy
+
+    records = run.pop("records")
+    return {
+        "name": path.name,
+        **{k: v for k, v in run.items() if k != "run_dir"},
+        "contain_acc_ci95": accuracy([r.get("contain_acc") for r in records]).to_dict() if records else None,
+        "llm_acc_ci95": accuracy([r.get("llm_acc") for r in records]).to_dict()
+        if any(r.get("llm_acc") is not None for r in records)
+        else None,
+    }
+
+
+def _run_detail(path: Path) -> dict[str, Any]:
+    from arag.eval.analyze import tag_record
+    from arag.eval.report import load_runs
+
+    [run] = load_runs([path])
+    records = list(run["records"])
+    method = run.get("method")
+    questions = [
+        {
+            "id": r["id"],
+            "question": r.get("question"),
+            "gold": r.get("gold"),
+            "prediction": r.get("prediction"),
+            "contain_acc": r.get("contain_acc"),
+            "llm_acc": r.get("llm_acc"),
+            "stop_reason": r.get("stop_reason"),
+            "steps": r.get("steps"),
+            "tag": tag_record(r, method)["tag"],
+        }
+        for r in records
+    ]
+    return {"summary": _run_summary(path, run), "questions": questions}
+
+
+def _compare(a: Path, b: Path) -> dict[str, Any]:
+    """Two runs on their shared questions, the ones where they differ first."""
+    left, right = _run_detail(a), _run_detail(b)
+    by_id = {q["id"]: q for q in right["questions"]}
+    rows = [
+        {"id": q["id"], "question": q["question"], "gold": q["gold"], "a": q, "b": by_id[q["id"]]}
+        for q in left["questions"]
+        if q["id"] in by_id
+    ]
+    rows.sort(key=lambda row: row["a"]["contain_acc"] == row["b"]["contain_acc"])
+    return {"a": left["summary"], "b": right["summary"], "questions": rows}
+
+
+def serve(index: Index, settings: Settings, runs_dir: Path | None = None) -> None:
+    import uvicorn
+
+    server_settings = settings.server
+    if server_settings.host not in LOOPBACK and not server_settings.token:
+        raise ConfigError(
+            f"binding {server_settings.host} exposes the index beyond this machine: set a token "
+            "(--token or ARAG_SERVER__TOKEN, at least 16 characters)"
+        )
+    app = create_app(index, settings, runs_dir)
+    config = uvicorn.Config(app, host=server_settings.host, port=server_settings.port, log_level="warning")
+    asyncio.run(uvicorn.Server(config).serve())

@@ -1,0 +1,268 @@
+"""`arag serve`: the HTTP API (httpx against a real uvicorn on 127.0.0.1), the SSE stream, limits, the token,
+path traversal, and MCP over HTTP. The model is the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from arag.agent import Agent
+from arag.index import Index
+from arag.indexing import build_index
+from arag.llm import ChatModel
+from arag.server import create_app
+from arag.settings import AgentSettings, LLMSettings, ServerSettings, Settings
+from conftest import FIXTURES, fake_settings
+from scripted_server import Hang, ScriptedServer, completion, tool_call
+
+TOKEN = "s3cret-token-0123456789"
+
+
+class LiveServer:
+    """uvicorn serving an app on a free loopback port, in a thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.02)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    path = tmp_path_factory.mktemp("serve") / "idx"
+    build_index([FIXTURES / "hipporag_corpus.json"], path, fake_settings())
+    return Index.open(path, threads=1)
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
+def serve(index: Index, llm: ScriptedServer, runs: Path | None = None, **server: Any) -> LiveServer:
+    settings = Settings(server=ServerSettings(**server))
+
+    def agent(max_steps: int | None) -> Agent:
+        model = ChatModel(LLMSettings(base_url=llm.base_url, model="gpt-4o-mini", max_retries=0, timeout_s=30))
+        return Agent(index, model, AgentSettings(max_steps=max_steps or 5))
+
+    return LiveServer(create_app(index, settings, runs, agent_factory=agent))
+
+
+@pytest.fixture
+def live(index: Index, llm: ScriptedServer) -> Iterator[LiveServer]:
+    server = serve(index, llm)
+    yield server
+    server.close()
+
+
+def sse_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+    event, data = "message", ""
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data += line[6:]
+        elif not line:
+            yield event, json.loads(data) if data else {}
+            event, data = "message", ""
+
+
+def test_search_read_info_export(live: LiveServer) -> None:
+    with httpx.Client(base_url=live.url) as client:
+        info = client.get("/api/info").json()
+        assert info["manifest"]["counts"]["chunks"] == 16 and "files" not in info["manifest"]
+        hits = client.post("/api/search/keyword", json={"keywords": ["Waldrada"], "top_k": 2}).json()
+        assert hits[0]["chunk_id"] == "Waldrada#0" and set(hits[0]) == {"chunk_id", "score", "snippets"}
+        semantic = client.post("/api/search/semantic", json={"query": "Lothair mother", "top_k": 3}).json()
+        assert len(semantic) == 3
+        read = client.post("/api/read", json={"chunk_ids": ["Waldrada#0", "nope"]}).json()
+        assert [c["chunk_id"] for c in read["chunks"]] == ["Waldrada#0"] and read["missing"] == ["nope"]
+        chunk = client.get("/api/chunks/Waldrada#0".replace("#", "%23")).json()
+        assert chunk["position"] == 1 and chunk["of"] == 1 and chunk["doc_id"] == "Waldrada"
+        assert client.get("/api/chunks/nope").status_code == 404
+        lines = client.get("/api/export").text.splitlines()
+        assert len(lines) == 16 and json.loads(lines[0])["chunk_id"]
+        assert client.get("/openapi.json").json()["info"]["title"] == "a-rag"
+        assert "a-rag HTTP API" in client.get("/api/docs").text
+        page = client.get("/")
+        assert page.status_code == 200 and "/static/app.js" in page.text and "cdn" not in page.text.lower()
+
+
+def test_arguments_and_bodies_are_bounded(live: LiveServer) -> None:
+    with httpx.Client(base_url=live.url) as client:
+        assert client.post("/api/search/keyword", json={"keywords": ["x"], "top_k": 0}).status_code == 422
+        assert client.post("/api/search/keyword", json={"keywords": []}).status_code == 422
+        assert client.post("/api/search/keyword", json={"keywords": ["  "]}).status_code == 422
+        assert client.post("/api/search/semantic", json={"query": ""}).status_code == 422
+        assert client.post("/api/read", json={"chunk_ids": ["x"] * 11}).status_code == 422
+        assert client.post("/api/ask", json={"question": "   "}).status_code == 422
+        too_big = client.post("/api/search/semantic", content=b'{"query": "' + b"x" * 2_000_000 + b'"}')
+        assert too_big.status_code == 413
+        assert client.post("/api/search/keyword", content=b"not json").status_code == 422
+
+
+def test_ask_and_the_event_stream(live: LiveServer, llm: ScriptedServer) -> None:
+    script = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"]})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}, "c2")]),
+        completion("20 March 851 [chunk Ermengarde of Tours#0]"),
+    ]
+    llm.replies = list(script)
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        result = client.post("/api/ask", json={"question": "When did Ermengarde die?"}).json()
+        assert result["answer"].startswith("20 March 851") and result["steps"] == 2
+        llm.replies = list(script)
+        with client.stream("POST", "/api/ask/stream", json={"question": "When did Ermengarde die?"}) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            events = list(sse_events(response))
+    assert [e for e, _ in events] == ["step", "step", "answer", "done"]
+    first = events[0][1]
+    assert first["tool"] == "keyword_search" and first["retrieved_tokens"] > 0 and "latency_s" in first
+    answer = events[2][1]
+    assert answer["citations"] == [{"chunk_id": "Ermengarde of Tours#0", "verified": True}]
+    assert answer["stop_reason"] == "answered" and "usage" in answer and "cost" in answer
+
+
+def test_errors_arrive_as_an_event(live: LiveServer, llm: ScriptedServer) -> None:
+    llm.default = (500, {"error": {"message": "down"}})
+    with (
+        httpx.Client(base_url=live.url, timeout=60) as client,
+        client.stream("POST", "/api/ask/stream", json={"question": "q?"}) as response,
+    ):
+        events = list(sse_events(response))
+    assert [e for e, _ in events] == ["answer", "done"]
+    assert events[0][1]["stop_reason"] == "error" and "HTTP 500" in events[0][1]["error"]
+
+
+def test_concurrency_limit_429_and_a_client_that_disconnects(index: Index, llm: ScriptedServer) -> None:
+    server = serve(index, llm, max_concurrent_asks=1)
+    try:
+        llm.replies = [Hang()]
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            with client.stream("POST", "/api/ask/stream", json={"question": "slow?"}) as hanging:
+                assert hanging.status_code == 200
+                time.sleep(0.3)
+                busy = client.post("/api/ask", json={"question": "another?"})
+                assert busy.status_code == 429 and busy.headers["retry-after"] == "5"
+            # the client went away mid-stream; the slot comes back once the agent stops
+            llm.stopping.set()  # the hanging model call ends (its connection drops)
+            llm.replies, llm.default = [], completion("done")
+            deadline = time.monotonic() + 60
+            while True:
+                answer = client.post("/api/ask", json={"question": "after?"})
+                if answer.status_code != 429 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert answer.status_code == 200 and answer.json()["answer"] == "done"
+            assert client.get("/api/info").status_code == 200
+    finally:
+        server.close()
+
+
+def test_token_is_checked_everywhere(index: Index, llm: ScriptedServer) -> None:
+    server = serve(index, llm, token=TOKEN)
+    try:
+        with httpx.Client(base_url=server.url) as client:
+            for path in ("/api/info", "/", "/static/app.js", "/openapi.json", "/api/runs", "/mcp"):
+                assert client.get(path).status_code == 401, path
+            assert client.post("/api/ask/stream", json={"question": "q"}).status_code == 401
+            assert client.get("/api/info", headers={"Authorization": "Bearer wrong-token-000000"}).status_code == 401
+            assert client.get("/api/info", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+            assert client.get(f"/api/info?token={TOKEN}").status_code == 200
+            page = client.get(f"/?token={TOKEN}")  # sets the cookie the page's own requests then carry
+            assert page.status_code == 200 and client.get("/static/app.js").status_code == 200
+    finally:
+        server.close()
+
+
+def test_binding_beyond_loopback_requires_a_token(index: Index) -> None:
+    from arag.errors import ConfigError
+    from arag.server import serve as run_server
+
+    with pytest.raises(ConfigError, match="set a token"):
+        run_server(index, Settings(server=ServerSettings(host="0.0.0.0")))
+
+
+def test_runs_browser_and_path_traversal(index: Index, llm: ScriptedServer, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name, predictions in (("naive", ["20 March 851", "no", "x"]), ("full", ["20 March 851", "Lothair", "x"])):
+        run = runs / name
+        run.mkdir(parents=True)
+        records = [
+            {"id": str(i), "question": f"q{i}", "gold": ["20 March 851", "Lothair", "y"][i], "prediction": p,
+             "contain_acc": float(p == ["20 March 851", "Lothair", "y"][i]), "stop_reason": "answered", "steps": 1,
+             "retrieved_tokens": 10, "latency_s": 1.0, "retrieval_recall": 1.0, "read_recall": 1.0, "error": None,
+             "trajectory": [{"tool": "keyword_search", "arguments": {"keywords": ["x"]}, "observation": "<script>",
+                             "retrieved_tokens": 3, "latency_s": 0.1}]}
+            for i, p in enumerate(predictions)
+        ]  # fmt: skip
+        (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        (run / "config.json").write_text(json.dumps({"method": f"{name}", "dataset": "mini"}))
+    (tmp_path / "secret.txt").write_text("outside")
+    server = serve(index, llm, runs=runs)
+    try:
+        with httpx.Client(base_url=server.url) as client:
+            listed = client.get("/api/runs").json()
+            assert [r["name"] for r in listed] == ["full", "naive"] and listed[0]["contain_acc_ci95"]["n"] == 3
+            detail = client.get("/api/runs/full").json()
+            assert [q["tag"] for q in detail["questions"]] == ["correct", "correct", "reasoning"]
+            question = client.get("/api/runs/full/questions/1").json()
+            assert question["trajectory"][0]["observation"] == "<script>"
+            compared = client.get("/api/compare", params={"a": "naive", "b": "full"}).json()
+            assert compared["questions"][0]["id"] == "1"  # the question where they differ comes first
+            for path in (
+                "/api/runs/..%2Fsecret.txt",
+                "/api/runs/../secret.txt",
+                "/api/runs/%2E%2E",
+                "/api/runs/..%2F..%2Fetc%2Fpasswd/questions/1",
+                "/static/..%2Fserver.py",
+                "/static/%2E%2E%2Fserver.py",
+                "/static/index.html",
+            ):
+                response = client.get(path)
+                assert response.status_code == 404 and "outside" not in response.text, path
+    finally:
+        server.close()
+
+
+def test_mcp_over_http_has_a_tracker_per_session(live: LiveServer) -> None:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def read_twice() -> list[str]:
+        async with streamable_http_client(f"{live.url}/mcp/") as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            assert names == ["keyword_search", "semantic_search", "chunk_read"]
+            first = await session.call_tool("chunk_read", {"chunk_ids": ["Waldrada#0"]})
+            again = await session.call_tool("chunk_read", {"chunk_ids": ["Waldrada#0"]})
+            return [first.content[0].text, again.content[0].text]
+
+    async def both() -> tuple[list[str], list[str]]:
+        return await read_twice(), await read_twice()
+
+    one, two = anyio.run(both)
+    assert "Pope Nicholas" in one[0] and "already read" in one[1]
+    assert "Pope Nicholas" in two[0]  # a new session starts with its own, empty tracker
