@@ -351,3 +351,30 @@ def test_auto_profile_is_compact_only_for_the_embedded_model(hippo_index: Index,
     local = ChatModel(LLMSettings(base_url=server.base_url, model="qwen"), local=True)
     assert not Agent(hippo_index, hosted).compact and Agent(hippo_index, local).compact
     assert not Agent(hippo_index, local, AgentSettings(profile="paper")).compact
+
+
+def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=6), json_actions=True)
+    first = {
+        "plan": ["who was the mother of Lothair II", "when did she die"],
+        "thought": "find the mother",
+        "action": "keyword_search",
+        "arguments": {"keywords": ["Lothair II"]},
+    }
+    server.replies = [
+        completion(json.dumps(first)),
+        completion(json.dumps({"thought": "read", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}})),
+        completion(json.dumps({"thought": "t", "action": "final_answer", "answer": "Ermengarde of Tours"})),
+        completion(json.dumps({"thought": "t", "action": "keyword_search", "arguments": {"keywords": ["Ermengarde"]}})),
+        completion(json.dumps({"thought": "t", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}})),
+        completion(json.dumps({"thought": "t", "action": "final_answer", "answer": "20 March 851"})),
+    ]
+    result = agent.run("When did Lothair II's mother die?")
+    assert result.stop_reason == "answered" and result.answer == "20 March 851"
+    first_request = server.requests[0]
+    variants = first_request["response_format"]["json_schema"]["schema"]["anyOf"]
+    assert all(next(iter(v["properties"])) == "plan" for v in variants)  # the plan comes first, before the action
+    held = server.requests[3]["messages"][-1]["content"]
+    assert held.startswith('You answered "Ermengarde of Tours" after 1 search(es), but your plan was: 1. who was')
+    assert "plan" not in json.dumps(server.requests[1]["response_format"])  # only the first action plans

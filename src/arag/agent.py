@@ -76,19 +76,36 @@ READ_BEFORE_ANSWER = (
     "shown in full below. Answer from them (short, with [chunk ID]), or search again if they do not hold it."
 )
 REPEATED = "You already made this exact call; its result is above."
+PLAN_NOT_DONE = (
+    'You answered "{answer}" after {done} search(es), but your plan was: {steps}. If that is only an intermediate '
+    "fact, continue with step {next}: search for what the question finally asks, using what you found. If it "
+    "already answers the whole question, give the same final answer again."
+)
 
 
-def action_schema(toolkit: Toolkit | None, allow_answer: bool = True) -> dict[str, Any]:
-    """JSON schema whose variants are the enabled tools plus final_answer (for response_format)."""
+PLAN_SCHEMA = {
+    "type": "array",
+    "items": {"type": "string"},
+    "minItems": 1,
+    "maxItems": 3,
+    "description": "The searches needed, in order: one per fact to find (a multi-hop question needs two or three).",
+}
+
+
+def action_schema(toolkit: Toolkit | None, allow_answer: bool = True, plan: bool = False) -> dict[str, Any]:
+    """JSON schema whose variants are the enabled tools plus final_answer (for response_format); with ``plan``,
+    the action starts with the plan of searches (the compact profile's first action)."""
+    planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if plan else {}
     variants = [
         {
             "type": "object",
             "properties": {
+                **planned,
                 "thought": {"type": "string"},
                 "action": {"type": "string", "enum": [s["function"]["name"]]},
                 "arguments": s["function"]["parameters"],
             },
-            "required": ["thought", "action", "arguments"],
+            "required": [*planned, "thought", "action", "arguments"],
             "additionalProperties": False,
         }
         for s in (toolkit.schemas() if toolkit else [])
@@ -112,6 +129,16 @@ def action_schema(toolkit: Toolkit | None, allow_answer: bool = True) -> dict[st
         "type": "json_schema",
         "json_schema": {"name": "agent_action", "strict": True, "schema": {"anyOf": variants}},
     }
+
+
+@dataclass
+class _Guidance:
+    """What the compact profile tracks within one question."""
+
+    plan: list[str] = field(default_factory=list)  # the searches the model planned in its first action
+    searches: int = 0  # searches made so far
+    read_nudged: bool = False
+    plan_nudged: bool = False
 
 
 @dataclass
@@ -151,7 +178,7 @@ class Agent:
             {"role": "system", "content": self._system(toolkit)},
             {"role": "user", "content": f"Question: {question}"},
         ]
-        answer, stop, error, stalls, done, nudged = "", "max_steps", None, 0, set(), False
+        answer, stop, error, stalls, done, guide = "", "max_steps", None, 0, set(), _Guidance()
         try:
             for step in range(self.settings.max_steps):
                 if self.cancelled and self.cancelled():
@@ -161,11 +188,9 @@ class Agent:
                     stop = "token_budget"
                     break
                 turn = self._ask(messages, toolkit, usage, model_calls, deadline, final=False, first=step == 0)
-                calls, answer, thought = self._parse(turn)
-                unread = self._unread_hits(toolkit) if not calls and answer and not nudged else []
-                if unread and unread == toolkit.last_hits:
-                    nudged = True  # once: a small model answers from snippets, which rarely hold the answer
-                    self._harness_read(toolkit, unread[:2], READ_BEFORE_ANSWER, messages, trajectory)
+                calls, answer, thought, plan = self._parse(turn)
+                guide.plan = guide.plan or plan
+                if not calls and answer and self._hold_answer(answer, guide, toolkit, messages, trajectory):
                     continue
                 if not calls and answer:
                     stop = "answered"
@@ -184,6 +209,7 @@ class Agent:
                         stalls = 0
                         done.add(key)
                         result = toolkit.call(call.name, call.arguments)
+                        guide.searches += result.ok and call.name != toolkit.names["chunk_read"]
                     trajectory.append(
                         Step(
                             result.name,
@@ -242,6 +268,38 @@ class Agent:
             return []
         return [c for c in toolkit.last_hits if c not in toolkit.tracker.read_ids]
 
+    def _hold_answer(
+        self,
+        answer: str,
+        guide: _Guidance,
+        toolkit: Toolkit,
+        messages: list[dict[str, Any]],
+        trajectory: list[Step],
+    ) -> bool:
+        """The compact profile's checks on an answer, each at most once per question: answered from snippets
+        alone (the top hits are read for the model), or before the plan's searches were made (a multi-hop
+        question answered with its first hop). True: the answer was held back and the loop goes on."""
+        if not self.compact:
+            return False
+        unread = self._unread_hits(toolkit)
+        if not guide.read_nudged and unread and unread == toolkit.last_hits:
+            guide.read_nudged = True
+            self._harness_read(toolkit, unread[:2], READ_BEFORE_ANSWER, messages, trajectory)
+            return True
+        if not guide.plan_nudged and len(guide.plan) > guide.searches:
+            guide.plan_nudged = True
+            steps = "; ".join(f"{i}. {item}" for i, item in enumerate(guide.plan, start=1))
+            messages.append(
+                {
+                    "role": "user",
+                    "content": PLAN_NOT_DONE.format(
+                        answer=answer[:200], steps=steps, done=guide.searches, next=guide.searches + 1
+                    ),
+                }
+            )
+            return True
+        return False
+
     def _repeated(self, call: _Call, toolkit: Toolkit) -> ToolResult:
         """A repeated call: the compact profile reads the best unread hit instead; the paper's loop refuses."""
         unread = self._unread_hits(toolkit)
@@ -283,6 +341,11 @@ class Agent:
                 '\nExample for the question "Where was the author of Hamlet born?": {"thought": "First find who '
                 'wrote Hamlet.", "action": "keyword_search", "arguments": {"keywords": ["Hamlet"], "top_k": 5}}'
             )
+            if self.compact:
+                text += (
+                    '\nYour first reply starts with your plan, one search per fact to find: {"plan": ["who wrote '
+                    'Hamlet", "where was that author born"], "thought": "...", "action": "keyword_search", ...}'
+                )
         return text
 
     def _ask(
@@ -300,7 +363,7 @@ class Agent:
             self.on_model_call(len(model_calls))
         if self.json_actions:
             # A small model answers from memory unless its first action must be a retrieval.
-            fmt = action_schema(None if final else toolkit, allow_answer=not first)
+            fmt = action_schema(None if final else toolkit, allow_answer=not first, plan=first and self.compact)
             turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:
             turn = self.model.complete(
@@ -321,27 +384,31 @@ class Agent:
         messages.append(turn.message)
         return turn
 
-    def _parse(self, turn: ChatTurn) -> tuple[list[_Call], str, str]:
-        """Tool calls, answer text and thought from a turn (native calls, JSON actions, or calls printed as text)."""
+    def _parse(self, turn: ChatTurn) -> tuple[list[_Call], str, str, list[str]]:
+        """Tool calls, answer text, thought and plan from a turn (native calls, JSON actions, or calls printed
+        as text)."""
         if turn.tool_calls:
             return (
                 [_Call(c["function"]["name"], c["function"]["arguments"], c["id"]) for c in turn.tool_calls],
                 "",
                 turn.content,
+                [],
             )
         data = _json_object(turn.content)
         if isinstance(data, dict):
             name = data.get("action") or data.get("name") or data.get("tool")
             thought = _as_text(data.get("thought", ""))
+            raw_plan = data.get("plan")
+            plan = [_as_text(p) for p in raw_plan[:3] if _as_text(p).strip()] if isinstance(raw_plan, list) else []
             arguments = data.get("arguments", data.get("parameters", data.get("action_input", {})))
             if name == "final_answer":
                 answer = data.get("answer")
                 if answer is None and isinstance(arguments, dict):
                     answer = arguments.get("answer")
-                return [], _as_text(answer), thought
+                return [], _as_text(answer), thought, plan
             if isinstance(name, str) and name:
-                return [_Call(name, arguments)], "", thought
-        return [], turn.content.strip(), ""
+                return [_Call(name, arguments)], "", thought, plan
+        return [], turn.content.strip(), "", []
 
     def _observe(self, messages: list[dict[str, Any]], call: _Call, observation: str) -> None:
         if call.call_id is not None:
