@@ -7,6 +7,15 @@
 #   bash scripts/setup.sh dev local-test   # + test tools and the 0.5B test model (what CI installs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The browser tests (extra "dev") drive Debian's chromium through chromium-driver: never a downloaded browser.
+if [[ " $* " == *" dev "* ]] && { ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; }; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "the browser tests need Debian's chromium and chromium-driver: sudo apt-get install chromium chromium-driver" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
