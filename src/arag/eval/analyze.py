@@ -87,6 +87,9 @@ def analyze_run(run_dir: Path, write: bool = True) -> dict[str, Any]:
     """Tags every question of a run; writes ``RUN_DIR/analysis.jsonl`` (atomically) and returns the breakdown."""
     results = run_dir / RESULTS
     if not results.is_file():
+        if not write:  # a report over a summary-only run: nothing to tag
+            return {"run_dir": str(run_dir), "method": None, "dataset": None, "questions": 0, "wrong": 0,
+                    "tags": dict.fromkeys(TAGS, 0), "judge_disagreements": 0}  # fmt: skip
         raise ConfigError(f"{run_dir} has no {RESULTS} (not an 'arag eval run' directory)")
     config: dict[str, Any] = {}
     if (run_dir / CONFIG).is_file():

@@ -28,7 +28,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     runs = []
     for run_dir in run_dirs:
         summary_path, results_path, config_path = run_dir / SUMMARY, run_dir / RESULTS, run_dir / CONFIG
-        if not results_path.is_file():
+        if not results_path.is_file() and not summary_path.is_file():
             raise ConfigError(f"{run_dir} has no {SUMMARY} and no {RESULTS} (run 'arag eval run' first)")
         try:
             if summary_path.is_file():
@@ -39,7 +39,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
                 summary, partial = summarize(results_path, config), True
         except ValueError:
             raise ConfigError(f"{run_dir} holds a summary or config that is not valid JSON") from None
-        records = list(_read_finished(results_path).values())
+        records = list(_read_finished(results_path).values())  # none for a summary copied without its results
         runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
     return runs
 
@@ -65,6 +65,8 @@ def _estimate_cell(run: dict[str, Any] | None, key: str) -> str:
 
     if not run:
         return "–"
+    if not run["records"]:  # only a summary: its mean, without an interval
+        return _pct(run.get(key))
     estimate = accuracy(list(_scores(run, key).values()))
     return "–" if estimate.n == 0 else estimate.percent()
 

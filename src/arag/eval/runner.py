@@ -130,8 +130,10 @@ class GoldChunks:
         return sum(1 for chunks in gold if chunks & seen) / len(gold)
 
 
-def _read_finished(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished results; a torn last line (killed mid-write) is cut off so the file stays valid JSON Lines."""
+def _read_finished(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
+    """Finished results. With ``repair`` (the runner, before it appends), a torn last line (killed mid-write)
+    is cut off so the file stays valid JSON Lines; readers (reports, the run browser) never write, since the
+    last line may be one a live run is still writing."""
     finished: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return finished
@@ -146,7 +148,7 @@ def _read_finished(path: Path) -> dict[str, dict[str, Any]]:
             break
         finished[str(record["id"])] = record
         good += len(line)
-    if good != len(data):
+    if repair and good != len(data):
         with path.open("r+b") as handle:
             handle.truncate(good)
     return finished
@@ -196,7 +198,7 @@ def run_eval(
         tmp.write_text(json.dumps(config, indent=2))
         os.replace(tmp, config_path)
     results_path = out_dir / RESULTS
-    finished = _read_finished(results_path)
+    finished = _read_finished(results_path, repair=True)
     gold = GoldChunks(index, dataset)
     lock = threading.Lock()
     started = time.perf_counter()
