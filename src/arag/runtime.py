@@ -9,6 +9,7 @@ from arag.llm import ChatModel
 from arag.settings import LLMSettings, Settings
 
 _servers: dict[str, Any] = {}  # one embedded server per process and model file
+LOCAL_TIMEOUT_S = 300.0
 
 
 def chat_model(
@@ -40,6 +41,9 @@ def chat_model(
             "temperature": 0.0 if llm.temperature is None else llm.temperature,
             # an action or a short answer; a cap keeps a rambling small model from spending a minute per step
             "max_tokens": llm.max_tokens or 320,
+            # two CPU cores shared with other work can take minutes per call; the question's own time budget
+            # still bounds the whole question
+            "timeout_s": llm.timeout_s if "timeout_s" in llm.model_fields_set else LOCAL_TIMEOUT_S,
         }
     )
     return ChatModel(local, settings.prices, local=True), True
