@@ -105,4 +105,4 @@ def test_eval_analyze_on_a_fixture_run_dir(tmp_path: Path) -> None:
     text = subprocess.run(
         [sys.executable, "-m", "arag", "eval", "analyze", str(run)], capture_output=True, text=True
     ).stdout
-    assert "| A-RAG (Full) | fixture | 5 | 4 |" in text
+    assert "| A-RAG (Full) · run | fixture | 5 | 4 |" in text

@@ -126,7 +126,7 @@ def breakdown_markdown(analyses: list[dict[str, Any]]) -> str:
     lines = ["## Failure analysis (wrong answers by cause)", "", head, "|---" * (len(FAILURE_TAGS) + 5) + "|"]
     for a in analyses:
         cells = [str(a["tags"][tag]) for tag in FAILURE_TAGS]
-        label = METHOD_LABELS.get(a["method"] or "", a["method"] or a["run_dir"])
+        label = METHOD_LABELS.get(a["method"] or "", a["method"] or "?") + f" · {Path(a['run_dir']).name}"
         lines.append(
             f"| {label} | {a['dataset']} | {a['questions']} | {a['wrong']} | "
             + " | ".join(cells)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,15 @@ def _label(run: dict[str, Any]) -> str:
     label = METHOD_LABELS.get(method, method)
     if steps and str(method).startswith("arag"):
         label += f" (max_steps {steps})"
+    if run.get("ambiguous"):  # two runs of the same method: name the run folder
+        label += f" · {Path(run['run_dir']).name}"
     return label + (" [unfinished]" if run.get("partial") else "")
+
+
+def _mark_ambiguous(runs: list[dict[str, Any]]) -> None:
+    seen = Counter((r["method"], r.get("max_steps"), r["dataset"]) for r in runs)
+    for run in runs:
+        run["ambiguous"] = seen[(run["method"], run.get("max_steps"), run["dataset"])] > 1
 
 
 def _scores(run: dict[str, Any], key: str) -> dict[str, float | None]:
@@ -80,6 +89,7 @@ def _median(values: list[float]) -> float | None:
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
+    _mark_ambiguous(runs)
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
     keys = list(dict.fromkeys((r["method"], r.get("max_steps"), r["run_dir"]) for r in runs))
     by_key = {(r["method"], r.get("max_steps"), r["run_dir"], r["dataset"]): r for r in runs}
@@ -102,8 +112,8 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         "## Efficiency (per question)",
         "",
         "| Method | Dataset | Questions | Retrieved tokens | Steps | Cost (USD) | Answered | Stalled | Forced | "
-        "Errors | Recall of gold passages | Latency p50 (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "Errors | Recall of gold passages | Latency p50 (s) | Prompt tokens per call (processed) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         cost = "–" if r.get("cost_per_question") is None else f"{r['cost_per_question']:.5f}"
@@ -116,12 +126,23 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             f"{(r.get('retrieved_tokens') or 0):.0f} | {(r.get('steps') or 0):.2f} | {cost} | "
             f"{_pct(sum(1 for s in stops if s == 'answered') / n)}% | {_pct(stops.count('stalled') / n)}% | "
             f"{_pct(forced / n)}% | {r.get('errors', 0)} | {_pct(r.get('retrieval_recall'))}% | "
-            f"{'–' if p50 is None else f'{p50:.1f}'} |"
+            f"{'–' if p50 is None else f'{p50:.1f}'} | {_prompt_tokens(r['records'])} |"
         )
     lines += _paired_lines(runs)
     judges = {r.get("judge_model") for r in runs if r.get("llm_acc") is not None}
     lines += ["", f"LLM-Acc judge: {', '.join(sorted(str(j) for j in judges)) if judges else 'not run'}."]
     return "\n".join(lines) + "\n"
+
+
+def _prompt_tokens(records: list[dict[str, Any]]) -> str:
+    """Mean prompt tokens per model call, and (in parentheses) how many the server processed: those not served
+    from its prompt (KV) cache."""
+    calls = [c for r in records for c in r.get("model_calls") or [] if isinstance(c, dict)]
+    if not calls:
+        return "–"
+    prompt = sum(c.get("prompt_tokens") or 0 for c in calls) / len(calls)
+    processed = sum((c.get("prompt_tokens") or 0) - (c.get("cached_tokens") or 0) for c in calls) / len(calls)
+    return f"{prompt:.0f} ({processed:.0f})"
 
 
 def _paired_lines(runs: list[dict[str, Any]]) -> list[str]:
