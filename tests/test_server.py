@@ -91,13 +91,14 @@ def sse_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]
 def test_search_read_info_export(live: LiveServer) -> None:
     with httpx.Client(base_url=live.url) as client:
         info = client.get("/api/info").json()
-        assert info["manifest"]["counts"]["chunks"] == 16 and "files" not in info["manifest"]
+        assert info["counts"]["chunks"] == 16 and info["format_version"] == 3  # the shape of `arag info`
         hits = client.post("/api/search/keyword", json={"keywords": ["Waldrada"], "top_k": 2}).json()
         assert hits[0]["chunk_id"] == "Waldrada#0" and set(hits[0]) == {"chunk_id", "score", "snippets"}
         semantic = client.post("/api/search/semantic", json={"query": "Lothair mother", "top_k": 3}).json()
         assert len(semantic) == 3
-        read = client.post("/api/read", json={"chunk_ids": ["Waldrada#0", "nope"]}).json()
-        assert [c["chunk_id"] for c in read["chunks"]] == ["Waldrada#0"] and read["missing"] == ["nope"]
+        read = client.post("/api/read", json={"chunk_ids": ["Waldrada#0", "nope"]})
+        assert [set(c) for c in read.json()] == [{"chunk_id", "text", "prev_id", "next_id"}]  # `arag read --json`
+        assert read.json()[0]["chunk_id"] == "Waldrada#0" and read.headers["x-missing-chunk-ids"] == '["nope"]'
         chunk = client.get("/api/chunks/Waldrada#0".replace("#", "%23")).json()
         assert chunk["position"] == 1 and chunk["of"] == 1 and chunk["doc_id"] == "Waldrada"
         assert client.get("/api/chunks/nope").status_code == 404

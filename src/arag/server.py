@@ -155,9 +155,8 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
 
     @app.get("/api/info")
     async def info() -> dict[str, Any]:
-        manifest = asdict(index.manifest)
-        manifest.pop("files", None)
-        return {"version": __version__, "manifest": manifest, "runs": runs_dir is not None}
+        """The index manifest, as ``arag info`` prints it."""
+        return asdict(index.manifest)
 
     @app.post("/api/search/keyword")
     async def keyword(body: KeywordQuery) -> list[dict[str, Any]]:
@@ -175,9 +174,12 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         return [h.to_dict() for h in hits]
 
     @app.post("/api/read")
-    async def read(body: ReadQuery) -> dict[str, Any]:
+    async def read(body: ReadQuery) -> JSONResponse:
+        """The chunks found, as ``arag read --json`` prints them; ids not found are listed in the
+        ``X-Missing-Chunk-Ids`` header (JSON), as the CLI lists them on stderr."""
         found, missing = await bounded(index.read, body.chunk_ids)
-        return {"chunks": [_chunk_dict(index, r) for r in found], "missing": missing}
+        rows = [{"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id} for r in found]
+        return JSONResponse(rows, headers={"X-Missing-Chunk-Ids": json.dumps(missing)} if missing else None)
 
     @app.get("/api/chunks/{chunk_id:path}")
     async def chunk(chunk_id: str) -> dict[str, Any]:

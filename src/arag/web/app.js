@@ -274,7 +274,6 @@ $("compare-button").addEventListener("click", async () => {
 });
 
 // ------------------------------------------------------------------ start
-api("/api/info").then((info) => {
-  const m = info.manifest;
-  $("index-info").textContent = `a-rag ${info.version} · ${m.counts.documents} documents, ${m.counts.chunks} chunks · ${m.embedder.name}`;
+api("/api/info").then((m) => {
+  $("index-info").textContent = `${m.counts.documents} documents, ${m.counts.chunks} chunks · ${m.embedder.name} · built by a-rag ${m.arag_version}`;
 }).catch((error) => { $("index-info").textContent = error.message; });
