@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arag.agent import Agent
 from arag.index import Index
@@ -20,8 +22,9 @@ from arag.indexing import build_index
 from arag.llm import ChatModel
 from arag.server import create_app
 from arag.settings import AgentSettings, LLMSettings, ServerSettings, Settings
-from conftest import FIXTURES, fake_settings
+from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from scripted_server import Hang, ScriptedServer, completion, tool_call
+from test_faults import json_values
 
 TOKEN = "s3cret-token-0123456789"
 
@@ -108,6 +111,23 @@ def test_search_read_info_export(live: LiveServer) -> None:
         assert "a-rag HTTP API" in client.get("/api/docs").text
         page = client.get("/")
         assert page.status_code == 200 and "/static/app.js" in page.text and "cdn" not in page.text.lower()
+
+
+def test_tools_over_http_keep_a_tracker_per_session(live: LiveServer) -> None:
+    with httpx.Client(base_url=live.url) as client:
+        first = client.post("/api/tools/chunk_read", json={"chunk_ids": ["Waldrada#0"]})
+        session = first.headers["x-session-id"]
+        assert first.json()["ok"] and "Pope Nicholas" in first.json()["observation"]
+        again = client.post(
+            "/api/tools/chunk_read", json={"chunk_ids": ["Waldrada#0"]}, headers={"X-Session-Id": session}
+        )
+        assert "already read" in again.json()["observation"]
+        other = client.post("/api/tools/chunk_read", json={"chunk_ids": ["Waldrada#0"]})
+        assert other.headers["x-session-id"] != session and "Pope Nicholas" in other.json()["observation"]
+        bad = client.post("/api/tools/keyword_search", json={"keywords": "x" * 10, "top_k": 10**30})
+        assert bad.status_code == 200 and bad.json()["ok"]  # the tools' own bounds apply
+        unknown = client.post("/api/tools/rm_rf", json={}).json()
+        assert not unknown["ok"] and unknown["observation"].startswith("Error: unknown tool")
 
 
 def test_arguments_and_bodies_are_bounded(live: LiveServer) -> None:
@@ -267,3 +287,16 @@ def test_mcp_over_http_has_a_tracker_per_session(live: LiveServer) -> None:
     one, two = anyio.run(both)
     assert "Pope Nicholas" in one[0] and "already read" in one[1]
     assert "Pope Nicholas" in two[0]  # a new session starts with its own, empty tracker
+
+
+@settings(max_examples=150 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    path=st.sampled_from(["/api/search/keyword", "/api/search/semantic", "/api/read"])
+    | st.sampled_from(["/api/tools/keyword_search", "/api/tools/chunk_read"]),
+    body=json_values | st.fixed_dictionaries({}, optional={"keywords": json_values, "query": json_values,
+                                                           "chunk_ids": json_values, "top_k": json_values}),
+)  # fmt: skip
+def test_fuzzed_bodies_never_break_the_server(live: LiveServer, path: str, body: object) -> None:
+    response = httpx.post(live.url + path, content=json.dumps(body).encode(), timeout=60)
+    assert response.status_code in (200, 413, 422), (path, body, response.text[:300])
+    response.json()  # always a JSON reply

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -31,9 +33,10 @@ from arag import __version__
 from arag.errors import ARagError, ConfigError
 from arag.index import Index
 from arag.settings import Settings
-from arag.tools import MAX_KEYWORDS, MAX_QUERY_CHARS, MAX_READ, MAX_TOP_K
+from arag.tools import MAX_KEYWORDS, MAX_QUERY_CHARS, MAX_READ, MAX_TOP_K, Toolkit
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)
 WEB = "web"
 
 
@@ -180,6 +183,24 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         found, missing = await bounded(index.read, body.chunk_ids)
         rows = [{"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id} for r in found]
         return JSONResponse(rows, headers={"X-Missing-Chunk-Ids": json.dumps(missing)} if missing else None)
+
+    sessions: OrderedDict[str, Toolkit] = OrderedDict()
+    sessions_lock = threading.Lock()
+
+    @app.post("/api/tools/{name}")
+    async def tool(name: str, arguments: dict[str, Any], request: Request) -> JSONResponse:
+        """A tool as the model sees it — its observation text — with the context tracker of this HTTP session:
+        send back the ``X-Session-Id`` the first reply carries, and a chunk already read returns a notice."""
+        session_id = request.headers.get("x-session-id", "")[:64] or secrets.token_urlsafe(16)
+        with sessions_lock:
+            toolkit = sessions.pop(session_id, None) or Toolkit(index)
+            sessions[session_id] = toolkit
+            while len(sessions) > MAX_SESSIONS:
+                sessions.popitem(last=False)
+        result = await bounded(toolkit.call, name[:64], arguments)
+        body = {"tool": result.name, "ok": result.ok, "observation": result.observation,
+                "retrieved_tokens": result.retrieved_tokens, "chunk_ids": result.chunk_ids}  # fmt: skip
+        return JSONResponse(body, headers={"X-Session-Id": session_id})
 
     @app.get("/api/chunks/{chunk_id:path}")
     async def chunk(chunk_id: str) -> dict[str, Any]:
