@@ -157,10 +157,11 @@ class Agent:
         self.index = index
         self.model = model
         self.settings = settings or AgentSettings()
-        mode = self.settings.action_mode
-        self.json_actions = json_actions if json_actions is not None else mode == "json"
+        # 'auto': constrained JSON actions for the embedded model (small models print tool calls unreliably)
+        mode, local = self.settings.action_mode, getattr(model, "local", False)
+        self.json_actions = json_actions if json_actions is not None else mode == "json" or (mode == "auto" and local)
         profile = self.settings.profile
-        self.compact = profile == "compact" or (profile == "auto" and getattr(model, "local", False))
+        self.compact = profile == "compact" or (profile == "auto" and local)
         self.system_prompt = load_system_prompt(self.settings, self.compact)
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number

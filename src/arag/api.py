@@ -45,17 +45,13 @@ Session = Toolkit
 def make_agent(
     index: Index, settings: Settings | None = None, model: ChatModel | None = None, local_model: str | None = None
 ) -> Agent:
-    """An agent over ``index`` with the configured model (or ``model``); JSON actions for the embedded model."""
+    """An agent over ``index`` with the configured model (or ``model``)."""
     from arag.runtime import chat_model
 
     settings = settings or load_settings()
-    embedded = False
     if model is None:
-        model, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
-    else:
-        embedded = model.local
-    mode = settings.agent.action_mode
-    return Agent(index, model, settings.agent, json_actions=mode == "json" or (mode == "auto" and embedded))
+        model = chat_model(settings, local_model=local_model, threads=settings.index.threads)[0]
+    return Agent(index, model, settings.agent)
 
 
 def ask(index: Index, question: str, settings: Settings | None = None, model: ChatModel | None = None) -> AgentResult:

@@ -384,12 +384,12 @@ def ask(
     from arag.api import make_agent
 
     idx = _open_index(index_dir, settings.index.threads)
-    with _status("loading the model…", enabled=not as_json):
+    with _Status("loading the model…", enabled=not as_json):
         agent = make_agent(idx, settings, local_model=local_model)
     if as_json:
         result = agent.run(question)
     else:
-        with _status("thinking…") as status:
+        with _Status("thinking…", enabled=True) as status:
             agent.on_step = _show_step
             agent.on_model_call = lambda step: status.update(
                 f"thinking (model call {step + 1}; max {settings.agent.max_steps} tool steps)…"
@@ -442,10 +442,6 @@ class _Status:
     def __exit__(self, *exc: Any) -> None:
         if self.live is not None:
             self.live.__exit__(*exc)
-
-
-def _status(text: str, enabled: bool = True) -> _Status:
-    return _Status(text, enabled)
 
 
 def _show_step(step) -> None:
@@ -618,10 +614,7 @@ def _run_one(
             if (settings.judge.model or settings.judge.base_url)
             else model
         )
-    mode = settings.agent.action_mode
-    method_impl = make_method(
-        method, index, model, settings.agent, mode == "json" or (mode == "auto" and embedded), naive_top_k
-    )
+    method_impl = make_method(method, index, model, settings.agent, None, naive_top_k)  # JSON actions: the agent's call
     protocol = {
         "system_prompt_sha256": _sha256_text(method_impl.system_prompt),
         "system_prompt_file": str(settings.agent.system_prompt_file) if settings.agent.system_prompt_file else None,

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,7 +21,7 @@ from mcp.server.stdio import stdio_server
 
 from arag import __version__
 from arag.index import Index
-from arag.tools import Toolkit, clean_json_value, json_depth, loads_bounded
+from arag.tools import Toolkit, ToolkitSessions, clean_json_value, json_depth, loads_bounded
 
 MAX_LINE_CHARS = 4 * 1024 * 1024
 MAX_DEPTH = 32
@@ -55,24 +53,13 @@ def build_server(toolkit_for: Callable[[Any], Toolkit]) -> Server:
     return Server("a-rag", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def per_session_toolkits(index: Index, keep: int = 1024) -> Callable[[Any], Toolkit]:
-    """One toolkit per MCP session over HTTP, by the session id the transport assigns (``mcp-session-id``);
-    the least recently used are forgotten beyond ``keep`` sessions."""
-    toolkits: OrderedDict[str, Toolkit] = OrderedDict()
-    shared = Toolkit(index)
-    lock = threading.Lock()
+def per_session_toolkits(index: Index) -> Callable[[Any], Toolkit]:
+    """One toolkit per MCP session over HTTP, by the session id the transport assigns (``mcp-session-id``)."""
+    sessions = ToolkitSessions(index)
 
     def toolkit_for(ctx: Any) -> Toolkit:
         request = getattr(ctx, "request", None)
-        session_id = request.headers.get("mcp-session-id") if request is not None else None
-        if not session_id:
-            return shared
-        with lock:
-            toolkit = toolkits.pop(session_id, None) or Toolkit(index)
-            toolkits[session_id] = toolkit
-            while len(toolkits) > keep:
-                toolkits.popitem(last=False)
-        return toolkit
+        return sessions.get(request.headers.get("mcp-session-id") if request is not None else None)
 
     return toolkit_for
 

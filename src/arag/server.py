@@ -15,7 +15,6 @@ import hmac
 import json
 import secrets
 import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -33,7 +32,7 @@ from arag import __version__
 from arag.errors import ARagError, ConfigError
 from arag.index import Index
 from arag.settings import Settings
-from arag.tools import MAX_KEYWORDS, MAX_QUERY_CHARS, MAX_READ, MAX_TOP_K, Toolkit
+from arag.tools import MAX_KEYWORDS, MAX_QUERY_CHARS, MAX_READ, MAX_TOP_K, ToolkitSessions
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)
@@ -115,6 +114,7 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
 
     from arag.api import make_agent
     from arag.mcp_server import build_server, per_session_toolkits
+    from arag.runtime import chat_model
 
     server_settings = settings.server
     mcp_sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(index)), json_response=False)
@@ -130,7 +130,7 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
             agent_settings.agent.max_steps = max_steps
         with model_lock:  # the embedded model is loaded once, on the first question
             if not shared_model:
-                shared_model.append(make_agent(index, agent_settings).model)
+                shared_model.append(chat_model(settings, threads=settings.index.threads)[0])
         return make_agent(index, agent_settings, model=shared_model[0])
 
     @asynccontextmanager
@@ -184,20 +184,14 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         rows = [{"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id} for r in found]
         return JSONResponse(rows, headers={"X-Missing-Chunk-Ids": json.dumps(missing)} if missing else None)
 
-    sessions: OrderedDict[str, Toolkit] = OrderedDict()
-    sessions_lock = threading.Lock()
+    sessions = ToolkitSessions(index, keep=MAX_SESSIONS)
 
     @app.post("/api/tools/{name}")
     async def tool(name: str, arguments: dict[str, Any], request: Request) -> JSONResponse:
         """A tool as the model sees it — its observation text — with the context tracker of this HTTP session:
         send back the ``X-Session-Id`` the first reply carries, and a chunk already read returns a notice."""
         session_id = request.headers.get("x-session-id", "")[:64] or secrets.token_urlsafe(16)
-        with sessions_lock:
-            toolkit = sessions.pop(session_id, None) or Toolkit(index)
-            sessions[session_id] = toolkit
-            while len(sessions) > MAX_SESSIONS:
-                sessions.popitem(last=False)
-        result = await bounded(toolkit.call, name[:64], arguments)
+        result = await bounded(sessions.get(session_id).call, name[:64], arguments)
         body = {"tool": result.name, "ok": result.ok, "observation": result.observation,
                 "retrieved_tokens": result.retrieved_tokens, "chunk_ids": result.chunk_ids}  # fmt: skip
         return JSONResponse(body, headers={"X-Session-Id": session_id})
@@ -220,9 +214,7 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
 
     @app.post("/api/ask")
     async def ask(body: AskQuery) -> Any:
-        from arag.agent import check_question
-
-        question = check_question_or_422(check_question, body.question)
+        question = _question(body.question)
         if not asks.acquire(blocking=False):
             return _busy()
         try:
@@ -238,10 +230,9 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
     async def ask_stream(body: AskQuery, request: Request) -> Any:
         """Server-Sent Events: ``step`` per tool call as it happens, then ``answer``, then ``done``;
         an ``error`` event if the question cannot be answered."""
-        from arag.agent import check_question
         from arag.api import stream
 
-        question = check_question_or_422(check_question, body.question)
+        question = _question(body.question)
         if not asks.acquire(blocking=False):
             return _busy()
         stop = threading.Event()
@@ -339,9 +330,11 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
     return app
 
 
-def check_question_or_422(check: Any, question: str) -> str:
+def _question(question: str) -> str:
+    from arag.agent import check_question
+
     try:
-        return check(question)
+        return check_question(question)
     except ARagError as exc:
         raise HTTPException(422, str(exc)) from None
 

@@ -14,6 +14,7 @@ import json
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
@@ -249,6 +250,27 @@ class Toolkit:
         return ToolResult(
             name, args, observation, tokens, time.perf_counter() - started, ok, chunk_ids=list(self._shown)
         )
+
+
+class ToolkitSessions:
+    """One :class:`Toolkit` (so one context tracker) per session id over a shared index; the least recently used
+    sessions are forgotten beyond ``keep``. A call without a session id gets a shared toolkit."""
+
+    def __init__(self, index: Index, keep: int = 1024) -> None:
+        self.index, self.keep = index, keep
+        self.shared = Toolkit(index)
+        self._toolkits: OrderedDict[str, Toolkit] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str | None) -> Toolkit:
+        if not session_id:
+            return self.shared
+        with self._lock:
+            toolkit = self._toolkits.pop(session_id, None) or Toolkit(self.index)
+            self._toolkits[session_id] = toolkit
+            while len(self._toolkits) > self.keep:
+                self._toolkits.popitem(last=False)
+        return toolkit
 
 
 class ToolArgumentError(Exception):

@@ -110,7 +110,9 @@ class NaiveRAGMethod(Method):
 
 
 class AgentMethod(Method):
-    def __init__(self, name: str, index: Index, model: ChatModel, settings: AgentSettings, json_actions: bool) -> None:
+    def __init__(
+        self, name: str, index: Index, model: ChatModel, settings: AgentSettings, json_actions: bool | None = None
+    ) -> None:
         tools = METHODS[name]
         assert tools is not None
         self.name = name
@@ -145,7 +147,7 @@ class AgentMethod(Method):
 
 
 def make_method(
-    name: str, index: Index, model: ChatModel, settings: AgentSettings, json_actions: bool, naive_top_k: int = 5
+    name: str, index: Index, model: ChatModel, settings: AgentSettings, json_actions: bool | None, naive_top_k: int = 5
 ) -> Method:
     if name not in METHODS:
         from arag.errors import ConfigError

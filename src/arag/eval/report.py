@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -80,14 +81,6 @@ def _estimate_cell(run: dict[str, Any] | None, key: str) -> str:
     return "–" if estimate.n == 0 else estimate.percent()
 
 
-def _median(values: list[float]) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def markdown(runs: list[dict[str, Any]]) -> str:
     _mark_ambiguous(runs)
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
@@ -120,7 +113,8 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         stops = [rec.get("stop_reason") for rec in r["records"]]
         n = max(1, len(stops))
         forced = sum(1 for s in stops if s in ("max_steps", "token_budget", "time_budget"))
-        p50 = _median([float(rec["latency_s"]) for rec in r["records"] if rec.get("latency_s") is not None])
+        latencies = [float(rec["latency_s"]) for rec in r["records"] if rec.get("latency_s") is not None]
+        p50 = statistics.median(latencies) if latencies else None
         lines.append(
             f"| {_label(r)} | {r['dataset']} | {r['questions']} | "
             f"{(r.get('retrieved_tokens') or 0):.0f} | {(r.get('steps') or 0):.2f} | {cost} | "

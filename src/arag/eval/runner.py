@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import statistics
 import threading
 import time
 from collections import Counter
@@ -297,7 +298,7 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         "stop_reasons": dict(sorted(Counter(str(r["stop_reason"]) for r in records).items())),
         "errors": sum(1 for r in records if r.get("error")),
         "latency_s": _mean([r["latency_s"] for r in records]),
-        "latency_p50_s": latencies[len(latencies) // 2] if latencies else None,
+        "latency_p50_s": statistics.median(latencies) if latencies else None,
         "wall_s_last_session": wall_s,
     }
 

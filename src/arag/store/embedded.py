@@ -30,13 +30,14 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from arag.embedding import sha256_file
 from arag.errors import IndexFormatError, IndexNotFoundError
 from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, FileDigest, Manifest, ivf
 
@@ -123,18 +124,6 @@ def _acquire_generation(index_dir: Path) -> tuple[Manifest, Path, int]:
         os.close(fd)
         time.sleep(0.005)
     raise IndexFormatError(f"index {index_dir} kept changing while it was opened; try again")
-
-
-def _sha256_of(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-            if progress:
-                progress(len(block))
-    return digest.hexdigest()
 
 
 def _current_generation(index_dir: Path) -> int:
@@ -280,7 +269,7 @@ class EmbeddedStore:
         except sqlite3.DatabaseError as exc:
             raise self._damaged(DATABASE, f"SQLite: {exc}") from None
 
-    def verify(self, progress: Callable[[int], None] | None = None) -> list[str]:
+    def verify(self) -> list[str]:
         """Problems found by hashing every file against the manifest (empty list: the index is intact)."""
         if not self.manifest.files:
             return [
@@ -291,7 +280,7 @@ class EmbeddedStore:
         for relative, digest in self.manifest.files.items():
             path = self.index_dir / relative
             try:
-                actual = _sha256_of(path, progress)
+                actual = sha256_file(path)
             except OSError as exc:
                 problems.append(f"{relative}: cannot be read ({exc.strerror})")
                 continue
@@ -723,7 +712,7 @@ class GenerationWriter:
         for file in sorted(self.tmp.iterdir()):
             with file.open("rb") as handle:
                 os.fsync(handle.fileno())
-            files[f"{target.name}/{file.name}"] = FileDigest(file.stat().st_size, _sha256_of(file))
+            files[f"{target.name}/{file.name}"] = FileDigest(file.stat().st_size, sha256_file(file))
         os.replace(self.tmp, target)
         _fsync_dir(self.index_dir)
         manifest = Manifest(
