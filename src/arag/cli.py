@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from arag.errors import ARagError, InputError
 from arag.settings import AgentSettings, IndexSettings, LLMSettings, describe
+from arag.store import display_location
 
 # rich_markup_mode=None: usage errors are one plain "Error: ..." line, not a panel hard-wrapped at 80 columns
 app = typer.Typer(
@@ -39,7 +40,12 @@ def _say(label: str, text: str, console: Console = err) -> None:
     console.print(f"{label}: {escape(text)}" if label else escape(text), highlight=False)
 
 
-IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory (made by arag index).")]
+IndexOpt = Annotated[
+    str,
+    typer.Option(
+        "--index", "-i", help="Index directory (made by arag index), or postgresql://[user@]host[:port]/db?index=NAME."
+    ),
+]
 PARTIAL_INDEX = 3  # exit status: index written without some sources (2 is click's usage error)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 ConfigOpt = Annotated[
@@ -115,11 +121,16 @@ def _settings(config: Path | None, overrides: dict[str, Any] | None = None):
     return load_settings(config, overrides)
 
 
-def _open_index(index: Path, threads: int | None = None, probes: int | None = None):
+def _open_index(index: str, threads: int | None = None, probes: int | None = None):
     from arag.index import Index
 
-    settings = _settings(None).index  # ARAG_INDEX__THREADS, ARAG_INDEX__ANN_PROBES
-    return Index.open(index, threads=threads or settings.threads, probes=probes or settings.ann_probes)
+    settings = _settings(None).index  # ARAG_INDEX__THREADS, ARAG_INDEX__ANN_PROBES, ARAG_INDEX__HNSW_EF_SEARCH
+    return Index.open(
+        index,
+        threads=threads or settings.threads,
+        probes=probes or settings.ann_probes,
+        ef_search=settings.hnsw_ef_search,
+    )
 
 
 @app.command()
@@ -141,6 +152,14 @@ def index(
     ] = None,
     threads: ThreadsOpt = None,
     rebuild: Annotated[bool, typer.Option(help="Start a new index instead of adding to it.")] = False,
+    shards: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--shard",
+            help="PostgreSQL only, when the index is created: a shard server's URL (repeat for each); the --index "
+            "database becomes the coordinator whose tables are hash partitions on the shards (postgres_fdw).",
+        ),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Write nothing if any source cannot be read (exit 1).")
     ] = False,
@@ -180,11 +199,14 @@ def index(
             task = bar.add_task(name, total=total)
             return lambda n: bar.advance(task, n)
 
-        report = build_index(sources, index_dir, settings.index, rebuild=rebuild, progress=stage, strict=strict)
+        report = build_index(
+            sources, index_dir, settings.index, rebuild=rebuild, progress=stage, strict=strict, shards=shards
+        )
     for problem in report.problems:
         _say("[yellow]skipped[/yellow]", str(problem))
+    where = display_location(index_dir)
     summary = {
-        "index": str(index_dir),
+        "index": where,
         "documents": report.documents,
         "chunks": report.chunks,
         "sentences": report.sentences,
@@ -202,7 +224,7 @@ def index(
         err.print(
             f"indexed {report.documents} documents, {report.chunks} chunks, {report.sentences} sentences "
             f"({len(report.added)} added, {len(report.replaced)} replaced, {report.unchanged} unchanged; "
-            f"embedded {report.embedded}, reused {report.reused_vectors}) → {escape(str(index_dir))}",
+            f"embedded {report.embedded}, reused {report.reused_vectors}) → {escape(where)}",
             highlight=False,
         )
     if report.problems:
@@ -314,12 +336,23 @@ def info(
     """Print the index manifest; with --verify, check every file's checksum."""
     from dataclasses import asdict
 
+    from arag.store import is_database_url
     from arag.store.embedded import read_manifest
 
-    if not verify:
-        _print_json(asdict(read_manifest(index_dir)))
+    if not verify and not is_database_url(index_dir):
+        _print_json(asdict(read_manifest(Path(index_dir))))
         return
     index = _open_index(index_dir)
+    if not verify:
+        manifest = asdict(index.manifest)
+        manifest["counts"] = {
+            "documents": len(index.store.documents()),
+            "chunks": index.store.n_chunks,
+            "sentences": index.store.n_sentences,
+        }
+        index.close()
+        _print_json(manifest)
+        return
     problems = index.store.verify()
     index.close()
     for problem in problems:
@@ -327,7 +360,10 @@ def info(
     if problems:
         err.print("re-index the sources with --rebuild", highlight=False)
         raise typer.Exit(1)
-    _say("ok", f"{len(index.manifest.files)} files match their checksums")
+    if is_database_url(index_dir):
+        _say("ok", "documents, chunks, sentences and vectors are consistent")
+    else:
+        _say("ok", f"{len(index.manifest.files)} files match their checksums")
 
 
 @app.command()
@@ -585,7 +621,7 @@ def _run_one(
     local_model: str | None,
     judge: bool,
     naive_top_k: int,
-    index_dir: Path | None,
+    index_dir: str | None,
     first: int | None = None,
 ) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -732,7 +768,11 @@ def eval_run(
     naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG pastes into the prompt.")] = 5,
     corpus: CorpusOpt = "auto",
     index_dir: Annotated[
-        Path | None, typer.Option("--index", help="Use/build the index here. [default: a cache entry per corpus]")
+        str | None,
+        typer.Option(
+            "--index",
+            help="Use/build the index here (directory or postgresql:// URL). [default: a cache entry per corpus]",
+        ),
     ] = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -838,7 +878,11 @@ def eval_retrieval(
     corpus: CorpusOpt = "auto",
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     index_dir: Annotated[
-        Path | None, typer.Option("--index", help="Use/build the index here. [default: a cache entry per corpus]")
+        str | None,
+        typer.Option(
+            "--index",
+            help="Use/build the index here (directory or postgresql:// URL). [default: a cache entry per corpus]",
+        ),
     ] = None,
     config: ConfigOpt = None,
 ) -> None:

@@ -29,6 +29,12 @@ class Document:
     content_hash: str = field(default="")
 
     def __post_init__(self) -> None:
+        # NUL and lone surrogates cannot be stored as text by PostgreSQL (nor encoded as UTF-8): every store
+        # gets U+FFFD instead, so both backends hold the same text
+        self.doc_id, self.text, self.source = _storable(self.doc_id), _storable(self.text), _storable(self.source)
+        self.title = _storable(self.title) if self.title is not None else None
+        if self.chunks is not None:
+            self.chunks = [(_storable(cid), _storable(text)) for cid, text in self.chunks]
         if not self.content_hash:
             digest = hashlib.sha256(self.doc_id.encode())
             if self.chunks is not None:
@@ -37,6 +43,13 @@ class Document:
             else:
                 digest.update(b"\x00" + self.text.encode())
             self.content_hash = digest.hexdigest()
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
 
 
 @dataclass(slots=True)

@@ -39,3 +39,7 @@ class InputError(ARagError):
 
 class MissingExtraError(ConfigError):
     """An optional dependency is not installed; the message names the extra that provides it."""
+
+
+class StoreError(ARagError):
+    """The database serving an index is unreachable, timed out or refused a statement."""

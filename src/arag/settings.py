@@ -55,6 +55,12 @@ class IndexSettings(BaseModel):
         le=65536,
         description="IVF lists scanned per approximate query: higher is slower and more exact (docs/benchmarks.md).",
     )
+    hnsw_ef_search: int = Field(
+        100,
+        ge=1,
+        le=1000,
+        description="PostgreSQL indexes built with ann: HNSW candidate list per approximate query (hnsw.ef_search).",
+    )
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Sentences per embedding batch.")
     threads: int = Field(
         default_factory=lambda: max(1, min(2, os.cpu_count() or 1)),

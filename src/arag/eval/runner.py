@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError
+from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError, IndexNotFoundError
 from arag.eval.datasets import Dataset, Question
 from arag.eval.methods import Method, MethodOutput
 from arag.eval.metrics import (
@@ -32,15 +32,23 @@ from arag.eval.metrics import (
 from arag.index import Index
 from arag.llm import ChatModel
 from arag.settings import IndexSettings
+from arag.store import is_database_url
 
 RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
 
 
-def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None = None, progress: Any = None) -> Index:
+def index_for(
+    dataset: Dataset, settings: IndexSettings, index_dir: str | Path | None = None, progress: Any = None
+) -> Index:
     """The dataset corpus's index, built once per (corpus file, index settings) and reused afterwards."""
     from arag.embedding import cache_dir
     from arag.indexing import build_index
 
+    if index_dir is not None and is_database_url(index_dir):
+        with contextlib.suppress(IndexNotFoundError):
+            return Index.open(index_dir, threads=settings.threads, ef_search=settings.hnsw_ef_search)
+        build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
+        return Index.open(index_dir, threads=settings.threads, ef_search=settings.hnsw_ef_search)
     if index_dir is None:
         stat = dataset.corpus.stat()
         key = json.dumps(
@@ -48,11 +56,14 @@ def index_for(dataset: Dataset, settings: IndexSettings, index_dir: Path | None 
                 str(dataset.corpus.resolve()),
                 stat.st_size,
                 int(stat.st_mtime),
-                settings.model_dump(mode="json", exclude={"threads", "embed_batch_size", "ann_probes"}),
+                settings.model_dump(
+                    mode="json", exclude={"threads", "embed_batch_size", "ann_probes", "hnsw_ef_search"}
+                ),
             ]
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         index_dir = cache_dir() / "indexes" / f"{dataset.name}-{dataset.format}-{digest}"
+    index_dir = Path(index_dir)
     if (index_dir / "manifest.json").exists():
         # a cache entry built by another a-rag version or embedder is rebuilt, not an error
         with contextlib.suppress(IndexFormatError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,7 +19,10 @@ FORMAT_VERSION = 3
 
 @dataclass(frozen=True, slots=True)
 class ChunkRecord:
-    """One stored chunk. ``row`` is its dense position in document order (0..n_chunks-1)."""
+    """One stored chunk. ``row`` orders chunks in document order, and one document's chunks have consecutive
+    rows (the embedded store numbers them 0..n_chunks-1; PostgreSQL leaves gaps between documents so a
+    document can be replaced without renumbering the others). ``spans``, when the store returns them with
+    the text, are the sentence spans read in the same statement."""
 
     row: int
     chunk_id: str
@@ -27,6 +31,7 @@ class ChunkRecord:
     n_tokens: int
     prev_id: str | None
     next_id: str | None
+    spans: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(slots=True)
@@ -95,24 +100,69 @@ class Store(Protocol):
         ordered by score descending then row ascending. ``keywords`` are stripped, non-empty and distinct."""
         ...
 
-    def sentence_ranges(self) -> np.ndarray:
-        """``offsets`` of length n_chunks+1: chunk r owns sentence rows offsets[r]:offsets[r+1]."""
-        ...
-
     def sentence_spans(self, row: int) -> list[tuple[int, int]]:
         """Character spans of a chunk's sentences within its text."""
         ...
 
-    def sentence_vectors(self, sentence_rows: np.ndarray) -> np.ndarray:
-        """float32 vectors of the given sentence rows."""
+    def semantic_chunks(self, query: np.ndarray, top_k: int, exact: bool) -> list[SemanticMatch]:
+        """The top_k chunks by their best sentence's cosine with ``query`` (score descending, then row
+        ascending), each with the cosines of all its sentences in order; approximate unless ``exact``."""
         ...
 
-    def all_sentence_scores(self, query: np.ndarray) -> np.ndarray | None:
-        """Cosine of the query with every sentence (float32), or None if the backend only does top-m."""
-        ...
-
-    def top_sentences(self, query: np.ndarray, m: int, exact: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and cosines of the m best sentences, best first (approximate unless ``exact``)."""
+    def verify(self) -> list[str]:
+        """Problems found by a full consistency check (empty when the index is sound)."""
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class SemanticMatch:
+    row: int
+    score: float
+    sentence_scores: np.ndarray
+
+
+def best_per_chunk(chunk_rows: Iterable[int], scores: Iterable[float]) -> dict[int, float]:
+    """Each chunk's best sentence score among the given (chunk row, sentence score) pairs."""
+    best: dict[int, float] = {}
+    for chunk, score in zip(chunk_rows, scores, strict=True):
+        if chunk not in best or score > best[chunk]:
+            best[chunk] = score
+    return best
+
+
+def is_database_url(location: str | Path) -> bool:
+    """Whether an index location names a PostgreSQL database rather than a directory."""
+    return str(location).startswith(("postgresql://", "postgres://"))
+
+
+def display_location(location: str | Path) -> str:
+    """An index location fit to print: a database URL loses its password (in the user part or a parameter)."""
+    text = str(location)
+    if not is_database_url(text):
+        return text
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(text)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ("password", "sslpassword")]
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/"), ""))
+
+
+def open_store(
+    location: str | Path, threads: int = 2, probes: int | None = None, ef_search: int | None = None
+) -> Store:
+    """The one place that decides which backend serves an index: a ``postgresql://`` URL is served by
+    PostgreSQL + pgvector, anything else is an embedded index directory."""
+    if is_database_url(location):
+        from arag.store.postgres import PgStore
+
+        return PgStore(str(location), threads=threads, ef_search=ef_search)
+    from arag.store import ivf
+    from arag.store.embedded import EmbeddedStore
+
+    return EmbeddedStore(Path(location), threads=threads, probes=probes or ivf.DEFAULT_PROBES)

@@ -39,7 +39,16 @@ import numpy as np
 
 from arag.embedding import sha256_file
 from arag.errors import IndexFormatError, IndexNotFoundError
-from arag.store import FORMAT_VERSION, ChunkRecord, DocumentRecord, FileDigest, Manifest, ivf
+from arag.store import (
+    FORMAT_VERSION,
+    ChunkRecord,
+    DocumentRecord,
+    FileDigest,
+    Manifest,
+    SemanticMatch,
+    best_per_chunk,
+    ivf,
+)
 
 MANIFEST = "manifest.json"
 WRITER_LOCK = ".writer.lock"
@@ -552,6 +561,43 @@ class EmbeddedStore:
         best_first = np.lexsort((rows, -scores[top]))
         return rows[best_first], scores[top][best_first].astype(np.float32)
 
+    def semantic_chunks(self, query: np.ndarray, top_k: int, exact: bool) -> list[SemanticMatch]:
+        offsets = self._offsets
+        scores = self.all_sentence_scores(query) if exact else None
+        if scores is not None:
+            best = _chunk_best_from_all(scores, offsets)
+            order = np.lexsort((np.arange(len(best)), -best))
+            ranked = [(int(r), float(best[r])) for r in order[:top_k] if np.isfinite(best[r])]
+        else:
+            ranked = self._chunk_best_from_top(query, top_k, exact)
+        matches = []
+        for row, score in ranked:
+            begin, end = int(offsets[row]), int(offsets[row + 1])
+            sentence_scores = (
+                scores[begin:end]
+                if scores is not None
+                else self.sentence_vectors(np.arange(begin, end)) @ query.astype(np.float32)
+            )
+            matches.append(SemanticMatch(row, score, np.asarray(sentence_scores)))
+        return matches
+
+    def _chunk_best_from_top(self, query: np.ndarray, top_k: int, exact: bool) -> list[tuple[int, float]]:
+        """Top-k chunks from the m best sentences; m grows until k distinct chunks are covered.
+
+        If the m best sentences cover k distinct chunks, those chunks' maxima are the k largest
+        chunk scores, so the result is exact whenever the sentence search is.
+        """
+        n = self.n_sentences
+        m = min(n, max(64, 8 * top_k))
+        while True:
+            sentence_rows, sentence_scores = self.top_sentences(query, m, exact)
+            chunk_rows = np.searchsorted(self._offsets, sentence_rows, side="right") - 1
+            best = best_per_chunk(chunk_rows.tolist(), sentence_scores.tolist())
+            if len(best) >= top_k or m >= n:
+                break
+            m = min(n, m * 4)
+        return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:top_k]
+
     def close(self) -> None:
         """Release the generation; a generation a writer left behind for this reader is removed then."""
         if self._executor is not None:
@@ -572,6 +618,16 @@ class EmbeddedStore:
         with contextlib.suppress(Exception):
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
+
+
+def _chunk_best_from_all(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    starts = offsets[:-1]
+    nonempty = offsets[1:] > starts
+    best = np.full(len(starts), -np.inf, dtype=np.float32)
+    if nonempty.any():
+        # reduceat over starts of non-empty chunks only: an empty chunk would take its neighbour's value
+        best[nonempty] = np.maximum.reduceat(scores, starts[nonempty])
+    return best
 
 
 def _mapped(path: Path) -> np.ndarray:

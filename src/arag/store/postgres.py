@@ -1,0 +1,919 @@
+"""PostgreSQL + pgvector behind the same :class:`~arag.store.Store` protocol (extra ``pg``).
+
+Addressing: ``postgresql://[user[:password]@][host][:port]/dbname?index=NAME`` (``postgres://`` too; any
+other query parameter is passed to libpq, e.g. ``host=/run/postgresql`` for a Unix socket). Credentials may
+also come from ``PG*`` environment variables or a ``.pgpass`` file, as libpq reads them; they are never
+printed. Each named index is one schema, ``arag_NAME``, so several indexes share a database.
+
+Layout (per index schema):
+
+* ``documents(doc_id, doc_seq, source, title, content_hash, n_chunks, n_sentences)``
+* ``chunks(row, doc_id, chunk_id, text, text_lower, n_tokens, spans, prev_id, next_id)``: ``row`` is
+  ``doc_seq << 32 | position``, so one document's rows are consecutive and document order is row order
+  without renumbering the other documents when one is replaced; ``text_lower`` is Python's ``str.lower``
+  (PostgreSQL's ``lower`` depends on the collation), with a ``pg_trgm`` GIN index for keyword candidates.
+* ``sentences(chunk_row, ord, doc_id, hash, embedding)``: ``vector`` (f32) or ``halfvec`` (f16), with an
+  HNSW index when the index is built with ``ann``.
+* ``manifest(id = 1, body)``: the same manifest as the embedded store (format version, embedder, chunker).
+
+Scale-out: with shards, the coordinator's three tables are hash partitions on ``doc_id`` whose partitions
+are ``postgres_fdw`` foreign tables on the shard servers, so a document's chunks and sentences live on one
+node. Top-k queries are written as one branch per partition (``UNION ALL``) so that each branch — scoring,
+ordering and LIMIT — is pushed down whole to its node, and the branches run concurrently (``async_capable``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
+from arag.store import (
+    FORMAT_VERSION,
+    ChunkRecord,
+    DocumentRecord,
+    FileDigest,
+    Manifest,
+    SemanticMatch,
+    best_per_chunk,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+
+ROW_BITS = 32  # row = doc_seq << ROW_BITS | position of the chunk in its document
+DEFAULT_INDEX = "default"
+DEFAULT_EF_SEARCH = 100
+STATEMENT_TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 10
+_INDEX_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
+VECTOR_TYPES = {"f32": "vector", "f16": "halfvec"}
+# pgvector operators: inner product on the f32 vectors (L2-normalised when stored, so it is the cosine, computed
+# as the embedded store computes it); cosine distance on halfvec (whose rounding breaks the unit norm).
+_SCORE = {
+    "vector": ("<#>", "-(embedding <#> {q})", "vector_ip_ops"),
+    "halfvec": ("<=>", "1 - (embedding <=> {q})", "halfvec_cosine_ops"),
+}
+
+
+# The pool reports reconnection attempts as log warnings; a-rag reports failures as errors. A NullHandler keeps
+# Python's last-resort handler from printing them when the application configured no logging.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+        from pgvector import psycopg as _pgvector  # noqa: F401
+    except ImportError:
+        raise MissingExtraError("a PostgreSQL index needs the 'pg' extra: pip install 'a-rag[pg]'") from None
+    return psycopg
+
+
+@dataclass(frozen=True, slots=True)
+class PgLocation:
+    conninfo: str  # for libpq: the URL without the index parameter
+    index: str
+    display: str  # for messages: no password
+
+    @property
+    def schema(self) -> str:
+        return f"arag_{self.index}"
+
+
+def parse_location(url: str) -> PgLocation:
+    """Split ``?index=NAME`` off a PostgreSQL URL; a bad URL or index name is a :class:`ConfigError`."""
+    psycopg = _psycopg()
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    names = [value for key, value in params if key == "index"]
+    rest = [(key, value) for key, value in params if key != "index"]
+    index = names[-1] if names else DEFAULT_INDEX
+    if not _INDEX_NAME.fullmatch(index):
+        raise ConfigError(
+            f"index name {index!r} in the URL: use 1-48 lower-case letters, digits or _ (starting with a letter)"
+        )
+    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment))
+    try:
+        fields = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"not a valid PostgreSQL URL: {' '.join(str(exc).split())[:200]}") from None
+    return PgLocation(conninfo, index, describe(fields, index))
+
+
+def describe(fields: dict[str, Any], index: str | None = None) -> str:
+    """``postgresql://user@host:port/db?index=NAME`` without the password, for messages and manifests."""
+    user = f"{fields['user']}@" if fields.get("user") else ""
+    host = str(fields.get("host") or "")
+    port = f":{fields['port']}" if fields.get("port") else ""
+    where = f"{user}{host}{port}" if not host.startswith("/") else f"{user}[{host}]{port}"
+    suffix = f"?index={index}" if index else ""
+    return f"postgresql://{where}/{fields.get('dbname') or ''}{suffix}"
+
+
+def _message(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def manifest_from_json(body: dict[str, Any], where: str) -> Manifest:
+    try:
+        files = {k: FileDigest(**v) for k, v in (body.get("files") or {}).items()}
+        manifest = Manifest(**{**body, "files": files})
+    except TypeError as exc:
+        raise IndexFormatError(f"the manifest of {where} is not an a-rag manifest: {_message(exc)}") from None
+    if manifest.format_version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{where} has format version {manifest.format_version}; this a-rag reads {FORMAT_VERSION} "
+            "(re-index with --rebuild)"
+        )
+    return manifest
+
+
+class _Relations:
+    """The relations a query reads: the table itself on one node, or one foreign partition per shard."""
+
+    def __init__(self, schema: str, shards: int) -> None:
+        self.schema = schema
+        self.shards = shards
+
+    def table(self, name: str) -> sql.Identifier:
+        from psycopg import sql
+
+        return sql.Identifier(self.schema, name)
+
+    def parts(self, name: str) -> list[sql.Identifier]:
+        from psycopg import sql
+
+        if not self.shards:
+            return [sql.Identifier(self.schema, name)]
+        return [sql.Identifier(self.schema, f"{name}_s{i}") for i in range(self.shards)]
+
+
+def _fan_out(
+    branch: Callable[[sql.Identifier], sql.Composable],
+    relations: list[sql.Identifier],
+    params: list[Any],
+    outer_order: sql.SQL,
+    limit: int,
+) -> tuple[sql.Composable, list[Any]]:
+    """One query over every partition: the branch (which must end in ORDER BY … LIMIT) per relation, merged."""
+    from psycopg import sql
+
+    if len(relations) == 1:
+        return branch(relations[0]), params
+    union = sql.SQL(" UNION ALL ").join(sql.SQL("({})").format(branch(r)) for r in relations)
+    query = sql.SQL("SELECT * FROM ({}) AS merged ORDER BY {} LIMIT %s").format(union, outer_order)
+    return query, params * len(relations) + [limit]
+
+
+class PgStore:
+    """Read side of an index in PostgreSQL. Thread-safe: each call borrows a pooled connection."""
+
+    def __init__(
+        self,
+        url: str,
+        threads: int = 2,
+        ef_search: int | None = None,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+        pool_size: int | None = None,
+    ) -> None:
+        psycopg = _psycopg()
+        from psycopg_pool import ConnectionPool
+
+        self.location = parse_location(url)
+        self.threads = threads
+        self.ef_search = ef_search or DEFAULT_EF_SEARCH
+        self.statement_timeout_s = statement_timeout_s
+        self._psycopg = psycopg
+        self._pool = ConnectionPool(
+            self.location.conninfo,
+            min_size=1,
+            max_size=pool_size or max(4, 2 * threads),
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+            configure=self._configure,
+            check=ConnectionPool.check_connection,
+            timeout=CONNECT_TIMEOUT_S,  # waiting for a connection: a server that is down answers no sooner
+            reconnect_timeout=CONNECT_TIMEOUT_S,
+            open=False,
+            name=f"arag-{self.location.index}",
+        )
+        self._closed = False
+        try:
+            # one direct attempt first: it fails at once with libpq's reason, where the pool would retry
+            psycopg.connect(self.location.conninfo, connect_timeout=CONNECT_TIMEOUT_S).close()
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
+        except Exception as exc:
+            self._pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {self.location.display}: {_message(exc)}") from None
+        self.manifest = self._read_manifest()
+        self._vector_type = VECTOR_TYPES.get(self.manifest.vector_dtype, "vector")
+        self._relations = _Relations(self.location.schema, len(self.manifest.extra.get("shards") or []))
+
+    # ------------------------------------------------------------------ connections
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        from pgvector.psycopg import register_vector
+
+        timeout_ms = int(self.statement_timeout_s * 1000)
+        conn.execute(f"SET statement_timeout = {timeout_ms}")
+        conn.execute("SET jit = off")  # JIT compiles for longer than these queries run
+        conn.execute(f"SET hnsw.ef_search = {int(self.ef_search)}")
+        conn.execute("SET hnsw.iterative_scan = strict_order")  # LIMIT m is filled even beyond ef_search
+        with contextlib.suppress(self._psycopg.ProgrammingError):
+            register_vector(conn)  # absent before the first index is written; _read_manifest says so
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection; database failures become one :class:`StoreError` line. A connection broken by a
+        server restart is discarded by the pool, so the next call reconnects."""
+        if self._closed:
+            raise IndexFormatError(f"index {self.location.display} was closed")
+        errors = self._psycopg.errors
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except errors.QueryCanceled:
+            raise StoreError(
+                f"PostgreSQL at {self.location.display} did not answer within the statement timeout "
+                f"({self.statement_timeout_s:g} s)"
+            ) from None
+        except errors.UndefinedTable:
+            raise IndexNotFoundError(f"the index {self.location.display} was removed") from None
+        except (self._psycopg.OperationalError, self._psycopg.InterfaceError) as exc:
+            raise StoreError(f"PostgreSQL at {self.location.display} is unavailable: {_message(exc)}") from None
+        except Exception as exc:
+            if type(exc).__module__.startswith("psycopg"):
+                raise StoreError(f"PostgreSQL at {self.location.display}: {_message(exc)}") from None
+            raise
+
+    def _fetch(self, query: sql.Composable | str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._conn() as conn:
+            return conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]
+
+    def _read_manifest(self) -> Manifest:
+        from psycopg import sql
+
+        where = self.location.display
+        try:
+            rows = self._fetch(
+                sql.SQL("SELECT body FROM {} WHERE id = 1").format(sql.Identifier(self.location.schema, "manifest"))
+            )
+        except IndexNotFoundError:
+            rows = []
+        except StoreError:
+            self.close()
+            raise
+        if not rows:
+            self.close()
+            raise IndexNotFoundError(f"no a-rag index at {where} (create one: arag index SOURCES --index URL)")
+        return manifest_from_json(rows[0][0], where)
+
+    # ------------------------------------------------------------------ sizes and records
+    def _counts(self) -> tuple[int, int]:
+        rows = self._fetch(
+            self._sql("SELECT coalesce(sum(n_chunks), 0), coalesce(sum(n_sentences), 0) FROM {documents}")
+        )
+        return int(rows[0][0]), int(rows[0][1])
+
+    def _sql(self, text: str) -> sql.Composed:
+        from psycopg import sql
+
+        return sql.SQL(text).format(
+            **{name: self._relations.table(name) for name in ("documents", "chunks", "sentences")}
+        )
+
+    @property
+    def n_chunks(self) -> int:
+        return self._counts()[0]
+
+    @property
+    def n_sentences(self) -> int:
+        return self._counts()[1]
+
+    def rows_for_ids(self, chunk_ids: Iterable[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        return {
+            cid: int(row)
+            for cid, row in self._fetch(self._sql("SELECT chunk_id, row FROM {chunks} WHERE chunk_id = ANY(%s)"), [ids])
+        }
+
+    _COLUMNS = "row, chunk_id, doc_id, text, n_tokens, prev_id, next_id, spans"
+
+    @staticmethod
+    def _record(values: tuple[Any, ...]) -> ChunkRecord:
+        row, chunk_id, doc_id, text, n_tokens, prev_id, next_id, spans = values
+        flat = list(spans)
+        pairs = tuple((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
+        return ChunkRecord(int(row), chunk_id, doc_id, text, int(n_tokens), prev_id, next_id, pairs)
+
+    def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
+        wanted = sorted({int(r) for r in rows})
+        if not wanted:
+            return {}
+        found = self._fetch(self._sql(f"SELECT {self._COLUMNS} FROM {{chunks}} WHERE row = ANY(%s)"), [wanted])
+        return {record.row: record for record in map(self._record, found)}
+
+    def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
+        after = -1
+        while True:
+            found = self._fetch(
+                self._sql(f"SELECT {self._COLUMNS} FROM {{chunks}} WHERE row > %s ORDER BY row LIMIT %s"),
+                [after, batch],
+            )
+            yield from map(self._record, found)
+            if len(found) < batch:
+                return
+            after = int(found[-1][0])
+
+    def documents(self) -> list[DocumentRecord]:
+        query = self._sql("SELECT doc_id, source, title, content_hash FROM {documents} ORDER BY doc_seq")
+        return [DocumentRecord(*row) for row in self._fetch(query)]
+
+    def doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
+        query = self._sql("SELECT doc_id, doc_seq, n_chunks FROM {documents} WHERE n_chunks > 0 ORDER BY doc_seq")
+        return {doc_id: (seq << ROW_BITS, (seq << ROW_BITS) + n) for doc_id, seq, n in self._fetch(query)}
+
+    def doc_chunk_range(self, doc_id: str) -> tuple[int, int]:
+        found = self._fetch(
+            self._sql("SELECT doc_seq, n_chunks FROM {documents} WHERE doc_id = %s AND n_chunks > 0"), [doc_id]
+        )
+        if not found:
+            return (0, 0)
+        seq, n = found[0]
+        return (seq << ROW_BITS, (seq << ROW_BITS) + n)
+
+    def sentence_spans(self, row: int) -> list[tuple[int, int]]:
+        record = self.chunks([row]).get(row)
+        return list(record.spans or ()) if record else []
+
+    # ------------------------------------------------------------------ keyword
+    def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+        """Σ_k count(lower(k), lower(chunk)) · len(k) in SQL: the occurrences of k are
+        (length(t) − length(replace(t, k, ''))) / length(k), non-overlapping from the left like ``str.count``;
+        candidates are the chunks matching any ``LIKE '%k%'``, which the trigram GIN index answers."""
+        from psycopg import sql
+
+        if not keywords or top_k <= 0:
+            return []
+        lowered = [k.lower() for k in keywords]
+        terms = sql.SQL(" + ").join(
+            sql.SQL("((length(text_lower) - length(replace(text_lower, %s, ''))) / %s::int) * %s::bigint")
+            for _ in lowered
+        )
+        template = sql.SQL(
+            "SELECT row, {terms} AS score FROM {rel} WHERE text_lower LIKE ANY(%s) ORDER BY score DESC, row LIMIT %s"
+        )
+
+        def branch(rel: sql.Identifier) -> sql.Composable:
+            return template.format(terms=terms, rel=rel)
+
+        params: list[Any] = []
+        for keyword, low in zip(keywords, lowered, strict=True):
+            params += [low, len(low), len(keyword)]
+        params += [[f"%{_like_escape(low)}%" for low in lowered], top_k]
+        query, args = _fan_out(branch, self._relations.parts("chunks"), params, sql.SQL("score DESC, row"), top_k)
+        return [(int(row), int(score)) for row, score in self._fetch(query, args) if score > 0]
+
+    # ------------------------------------------------------------------ semantic
+    def _query_value(self, query: np.ndarray) -> Any:
+        vector = np.asarray(query, dtype=np.float32).reshape(-1)
+        if self._vector_type == "halfvec":
+            from pgvector import HalfVector
+
+            return HalfVector(vector)
+        return vector
+
+    def _score_sql(self) -> sql.SQL:
+        from psycopg import sql
+
+        _op, score, _ops = _SCORE[self._vector_type]
+        return sql.SQL(score.replace("{q}", "%s"))
+
+    def semantic_chunks(self, query: np.ndarray, top_k: int, exact: bool) -> list[SemanticMatch]:
+        from psycopg import sql
+
+        if top_k <= 0:
+            return []
+        value = self._query_value(query)
+        parts = self._relations.parts("sentences")
+        if exact or not self.manifest.ann:
+            template = sql.SQL(
+                "SELECT chunk_row, max({score}) AS score FROM {rel} GROUP BY chunk_row "
+                "ORDER BY score DESC, chunk_row LIMIT %s"
+            )
+            score = self._score_sql()
+            q, args = _fan_out(
+                lambda rel: template.format(score=score, rel=rel),
+                parts,
+                [value, top_k],
+                sql.SQL("score DESC, chunk_row"),
+                top_k,
+            )
+            ranked = [(int(row), float(score)) for row, score in self._fetch(q, args)]
+        else:
+            ranked = self._approximate(value, top_k, parts)
+        return self._with_sentence_scores(ranked, value)
+
+    def _approximate(self, value: Any, top_k: int, parts: list[sql.Identifier]) -> list[tuple[int, float]]:
+        """HNSW: the m nearest sentences (iterative index scans fill LIMIT m), grouped by chunk; m grows until
+        they cover top_k chunks, as in the embedded store."""
+        from psycopg import sql
+
+        op, _score, _ops = _SCORE[self._vector_type]
+        template = sql.SQL("SELECT chunk_row, {score} AS score FROM {rel} ORDER BY embedding {op} %s LIMIT %s")
+        score = self._score_sql()
+
+        def branch(rel: sql.Identifier) -> sql.Composable:
+            return template.format(score=score, op=sql.SQL(op), rel=rel)
+
+        total = self.n_sentences
+        m = min(total, max(64, 8 * top_k))
+        while True:
+            q, args = _fan_out(branch, parts, [value, value, m], sql.SQL("score DESC, chunk_row"), m)
+            found = self._fetch(q, args)
+            best = best_per_chunk((int(r) for r, _ in found), (float(s) for _, s in found))
+            if len(best) >= top_k or m >= total:
+                break
+            m = min(total, m * 4)
+        return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:top_k]
+
+    def _with_sentence_scores(self, ranked: list[tuple[int, float]], value: Any) -> list[SemanticMatch]:
+        from psycopg import sql
+
+        if not ranked:
+            return []
+        query = sql.SQL(
+            "SELECT chunk_row, {score} FROM {rel} WHERE chunk_row = ANY(%s) ORDER BY chunk_row, ord"
+        ).format(score=self._score_sql(), rel=self._relations.table("sentences"))
+        per_chunk: dict[int, list[float]] = {}
+        for row, score in self._fetch(query, [value, [row for row, _ in ranked]]):
+            per_chunk.setdefault(int(row), []).append(float(score))
+        return [
+            SemanticMatch(row, score, np.asarray(per_chunk.get(row, []), dtype=np.float32)) for row, score in ranked
+        ]
+
+    # ------------------------------------------------------------------ checks
+    def verify(self) -> list[str]:
+        """Counts per document against its chunks and sentences, spans against sentences, vector dimensions."""
+        problems: list[str] = []
+        checks = {
+            "documents whose n_chunks differs from their chunks": (
+                "SELECT d.doc_id FROM {documents} d "
+                "LEFT JOIN (SELECT doc_id, count(*) AS n FROM {chunks} GROUP BY doc_id) c "
+                "USING (doc_id) WHERE d.n_chunks <> coalesce(c.n, 0) LIMIT 5"
+            ),
+            "documents whose n_sentences differs from their sentences": (
+                "SELECT d.doc_id FROM {documents} d "
+                "LEFT JOIN (SELECT doc_id, count(*) AS n FROM {sentences} GROUP BY doc_id) s "
+                "USING (doc_id) WHERE d.n_sentences <> coalesce(s.n, 0) LIMIT 5"
+            ),
+            "chunks whose sentence spans differ from their sentences": (
+                "SELECT c.chunk_id FROM {chunks} c LEFT JOIN (SELECT chunk_row, count(*) AS n FROM {sentences} "
+                "GROUP BY chunk_row) s ON s.chunk_row = c.row "
+                "WHERE cardinality(c.spans) <> 2 * coalesce(s.n, 0) LIMIT 5"
+            ),
+            "chunks without a document": (
+                "SELECT c.chunk_id FROM {chunks} c LEFT JOIN {documents} d USING (doc_id) "
+                "WHERE d.doc_id IS NULL LIMIT 5"
+            ),
+        }
+        for label, query in checks.items():
+            bad = [str(r[0]) for r in self._fetch(self._sql(query))]
+            if bad:
+                problems.append(f"{label}: {', '.join(bad)}")
+        dims = int(self.manifest.embedder.get("dims") or 0)
+        wrong = self._fetch(self._sql("SELECT count(*) FROM {sentences} WHERE vector_dims(embedding) <> %s"), [dims])
+        if dims and wrong[0][0]:
+            problems.append(f"{wrong[0][0]} sentence vectors do not have {dims} dimensions")
+        return problems
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# ---------------------------------------------------------------------- writing
+
+_NODE_TABLES = """
+CREATE TABLE IF NOT EXISTS {documents} (
+    doc_id text NOT NULL PRIMARY KEY, doc_seq bigint NOT NULL, source text NOT NULL, title text,
+    content_hash text NOT NULL, n_chunks integer NOT NULL, n_sentences integer NOT NULL);
+CREATE TABLE IF NOT EXISTS {chunks} (
+    row bigint NOT NULL PRIMARY KEY, doc_id text NOT NULL, chunk_id text NOT NULL UNIQUE, text text NOT NULL,
+    text_lower text NOT NULL, n_tokens integer NOT NULL, spans integer[] NOT NULL, prev_id text, next_id text);
+CREATE INDEX IF NOT EXISTS chunks_doc ON {chunks} (doc_id);
+CREATE TABLE IF NOT EXISTS {sentences} (
+    chunk_row bigint NOT NULL, ord integer NOT NULL, doc_id text NOT NULL, hash bigint NOT NULL,
+    embedding {vector_type}({dims}) NOT NULL, PRIMARY KEY (chunk_row, ord));
+CREATE INDEX IF NOT EXISTS sentences_hash ON {sentences} (hash);
+CREATE INDEX IF NOT EXISTS sentences_doc ON {sentences} (doc_id);
+"""
+_SEARCH_INDEXES = "CREATE INDEX IF NOT EXISTS chunks_trgm ON {chunks} USING gin (text_lower gin_trgm_ops);"
+_HNSW_INDEX = "CREATE INDEX IF NOT EXISTS sentences_hnsw ON {sentences} USING hnsw (embedding {opclass});"
+_COORDINATOR_TABLES = """
+CREATE TABLE {documents} (doc_id text NOT NULL, doc_seq bigint NOT NULL, source text NOT NULL, title text,
+    content_hash text NOT NULL, n_chunks integer NOT NULL, n_sentences integer NOT NULL) PARTITION BY HASH (doc_id);
+CREATE TABLE {chunks} (row bigint NOT NULL, doc_id text NOT NULL, chunk_id text NOT NULL, text text NOT NULL,
+    text_lower text NOT NULL, n_tokens integer NOT NULL, spans integer[] NOT NULL, prev_id text, next_id text)
+    PARTITION BY HASH (doc_id);
+CREATE TABLE {sentences} (chunk_row bigint NOT NULL, ord integer NOT NULL, doc_id text NOT NULL, hash bigint NOT NULL,
+    embedding {vector_type}({dims}) NOT NULL) PARTITION BY HASH (doc_id);
+"""
+_MANIFEST_TABLE = "CREATE TABLE IF NOT EXISTS {manifest} (id integer PRIMARY KEY CHECK (id = 1), body jsonb NOT NULL);"
+# libpq keywords that go into a user mapping rather than the foreign server's options
+_USER_KEYS = {"user", "password", "sslpassword"}
+
+
+@dataclass(slots=True)
+class PendingDocument:
+    """One document to (re)write: its record, position and prepared chunks with sentences and vectors."""
+
+    record: DocumentRecord
+    doc_seq: int
+    chunks: list[tuple[str, str, int, list[tuple[int, int]]]]  # (chunk_id, text, n_tokens, sentence spans)
+    hashes: np.ndarray  # int64 per sentence, in chunk then sentence order
+    vectors: np.ndarray  # float32 per sentence
+
+
+class PgWriter:
+    """One ingest into a PostgreSQL index: holds the index's advisory lock (one writer at a time) and writes
+    everything in one transaction, so readers see the old state until :meth:`commit` and a killed ingest
+    leaves the previous state intact. Readers are never blocked: they read the last committed rows."""
+
+    def __init__(self, url: str, rebuild: bool = False) -> None:
+        psycopg = _psycopg()
+        self._psycopg = psycopg
+        self.location = parse_location(url)
+        self.rebuild = rebuild
+        try:
+            self.conn = psycopg.connect(
+                self.location.conninfo, connect_timeout=CONNECT_TIMEOUT_S, application_name="arag-index"
+            )
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self.location.display}: {_message(exc)}") from None
+        self._vector_type = "vector"
+        try:
+            locked = self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [f"arag:{self.location.schema}"])
+            got = locked.fetchone()
+            self.conn.commit()
+            if not got or not got[0]:
+                raise IndexFormatError(
+                    f"another process is writing the index {self.location.display}; "
+                    "wait for it to finish, then run again"
+                )
+            self.manifest = None if rebuild else self._existing_manifest()
+        except psycopg.Error as exc:
+            self.conn.close()
+            raise StoreError(f"PostgreSQL at {self.location.display}: {_message(exc)}") from None
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _ident(self, name: str) -> sql.Identifier:
+        from psycopg import sql
+
+        return sql.Identifier(self.location.schema, name)
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Database failures during the ingest become one :class:`StoreError` line (the transaction is lost)."""
+        try:
+            yield
+        except self._psycopg.errors.QueryCanceled:
+            raise StoreError(
+                f"PostgreSQL at {self.location.display} cancelled the ingest (statement timeout)"
+            ) from None
+        except self._psycopg.Error as exc:
+            raise StoreError(f"writing to PostgreSQL at {self.location.display} failed: {_message(exc)}") from None
+
+    def _tables(self, **extra: Any) -> dict[str, Any]:
+        return {name: self._ident(name) for name in ("documents", "chunks", "sentences", "manifest")} | extra
+
+    def _existing_manifest(self) -> Manifest | None:
+        from psycopg import sql
+
+        exists = self.conn.execute("SELECT to_regclass(%s)", [f"{self.location.schema}.manifest"]).fetchone()
+        if not exists or exists[0] is None:
+            self.conn.commit()
+            return None
+        row = self.conn.execute(sql.SQL("SELECT body FROM {} WHERE id = 1").format(self._ident("manifest"))).fetchone()
+        self.conn.commit()
+        return manifest_from_json(row[0], self.location.display) if row else None
+
+    @property
+    def shards(self) -> list[str]:
+        return list(self.manifest.extra.get("shards") or []) if self.manifest else []
+
+    def _extensions(self, conn: psycopg.Connection[Any], names: tuple[str, ...], where: str) -> None:
+        for name in names:
+            try:
+                conn.execute(f"CREATE EXTENSION IF NOT EXISTS {name}")
+                conn.commit()
+            except self._psycopg.Error as exc:
+                conn.rollback()
+                raise StoreError(
+                    f"PostgreSQL at {where} needs the extension {name} ({_message(exc)}); "
+                    f"an administrator can run: CREATE EXTENSION {name};"
+                ) from None
+
+    def documents(self) -> list[tuple[DocumentRecord, int]]:
+        """Each stored document with its doc_seq, in document order."""
+        from psycopg import sql
+
+        if self.manifest is None:
+            return []
+        rows = self.conn.execute(
+            sql.SQL("SELECT doc_id, source, title, content_hash, doc_seq FROM {} ORDER BY doc_seq").format(
+                self._ident("documents")
+            )
+        ).fetchall()
+        self.conn.commit()
+        return [(DocumentRecord(*row[:4]), int(row[4])) for row in rows]
+
+    def begin(self, vector_dtype: str, dims: int, ann: bool, shards: list[str] | None) -> None:
+        """Open the ingest transaction; create the schema (and, with shards, the distributed layout) if new."""
+        from psycopg import sql
+
+        if vector_dtype not in VECTOR_TYPES:
+            raise ConfigError(
+                f"vector_dtype {vector_dtype} is for the embedded store; "
+                "PostgreSQL stores f32 (vector) or f16 (halfvec)"
+            )
+        if shards and self.manifest is not None and shards != self.shards:
+            described = ", ".join(self.shards) or "one node"
+            raise ConfigError(
+                f"the index {self.location.display} is laid out on {described}; use --rebuild to change its shards"
+            )
+        self._vector_type = VECTOR_TYPES[vector_dtype]
+        self._ann = ann
+        create = self.manifest is None
+        self._extensions(
+            self.conn,
+            ("vector", "pg_trgm") if not (shards or self.shards) else ("vector", "postgres_fdw"),
+            self.location.display,
+        )
+        from pgvector.psycopg import register_vector
+
+        register_vector(self.conn)
+        self.conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        self._new_shards: list[str] = []
+        if create:
+            self.conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.location.schema)))
+            self.conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.location.schema)))
+            fmt = self._tables(vector_type=sql.SQL(self._vector_type), dims=sql.Literal(int(dims)))
+            if shards:
+                self._new_shards = self._create_shards(shards, dims, ann)
+                self.conn.execute(sql.SQL(_COORDINATOR_TABLES).format(**fmt))
+                self._attach_shards(shards)
+            else:
+                self.conn.execute(sql.SQL(_NODE_TABLES).format(**fmt))
+            self.conn.execute(sql.SQL(_MANIFEST_TABLE).format(**fmt))
+        self._distributed = bool(shards or self.shards)
+        self._fresh = create
+
+    def _create_shards(self, shards: list[str], dims: int, ann: bool) -> list[str]:
+        """The node tables on every shard, with their search indexes (built before the load: later the
+        coordinator's transaction holds the rows until it commits). Returns the shards' descriptions."""
+        from psycopg import sql
+
+        described = []
+        for url in shards:
+            shard = parse_location(
+                url if "index=" in url else url + ("&" if "?" in url else "?") + f"index={self.location.index}"
+            )
+            described.append(shard.display.split("?")[0])
+            try:
+                conn = self._psycopg.connect(shard.conninfo, connect_timeout=CONNECT_TIMEOUT_S, autocommit=False)
+            except self._psycopg.Error as exc:
+                raise StoreError(f"cannot connect to the shard {shard.display}: {_message(exc)}") from None
+            with conn:
+                standalone = conn.execute("SELECT to_regclass(%s)", [f"{self.location.schema}.manifest"]).fetchone()
+                if standalone and standalone[0] is not None:
+                    raise ConfigError(
+                        f"the shard {shard.display} already holds an a-rag index named {self.location.index}; "
+                        "name the distributed index differently (?index=NAME) or remove that one"
+                    )
+                self._extensions(conn, ("vector", "pg_trgm"), shard.display)
+                schema = sql.Identifier(self.location.schema)
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(schema))
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
+                fmt = self._tables(vector_type=sql.SQL(self._vector_type), dims=sql.Literal(int(dims)))
+                conn.execute(sql.SQL(_NODE_TABLES).format(**fmt))
+                conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
+                if ann:
+                    conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
+                conn.commit()
+        return described
+
+    def _attach_shards(self, shards: list[str]) -> None:
+        """Foreign servers and user mappings for the shards, and the coordinator's hash partitions on them."""
+        from psycopg import sql
+
+        psycopg = self._psycopg
+        for i, url in enumerate(shards):
+            server = sql.Identifier(f"{self.location.schema}_s{i}")
+            fields = psycopg.conninfo.conninfo_to_dict(parse_location(url).conninfo)
+            server_options = {k: str(v) for k, v in fields.items() if k not in _USER_KEYS}
+            server_options |= {
+                "extensions": "vector",
+                "async_capable": "true",
+                "fetch_size": "10000",
+                "batch_size": "1000",
+                "options": f"-c hnsw.iterative_scan=strict_order -c hnsw.ef_search={DEFAULT_EF_SEARCH} -c jit=off",
+            }
+            user_options = {k: str(v) for k, v in fields.items() if k in _USER_KEYS}
+            self.conn.execute(sql.SQL("DROP SERVER IF EXISTS {} CASCADE").format(server))
+            self.conn.execute(
+                sql.SQL("CREATE SERVER {} FOREIGN DATA WRAPPER postgres_fdw OPTIONS ({})").format(
+                    server, _options(server_options)
+                )
+            )
+            mapping = sql.SQL("CREATE USER MAPPING FOR CURRENT_USER SERVER {}").format(server)
+            if user_options:
+                mapping = sql.SQL("{} OPTIONS ({})").format(mapping, _options(user_options))
+            self.conn.execute(mapping)
+            for table in ("documents", "chunks", "sentences"):
+                self.conn.execute(
+                    sql.SQL(
+                        "CREATE FOREIGN TABLE {part} PARTITION OF {parent} "
+                        "FOR VALUES WITH (MODULUS {n}, REMAINDER {i}) "
+                        "SERVER {server} OPTIONS (schema_name {schema}, table_name {table})"
+                    ).format(
+                        part=self._ident(f"{table}_s{i}"),
+                        parent=self._ident(table),
+                        n=sql.Literal(len(shards)),
+                        i=sql.Literal(i),
+                        server=server,
+                        schema=sql.Literal(self.location.schema),
+                        table=sql.Literal(table),
+                    )
+                )
+
+    def known_vectors(self, hashes: Iterable[int]) -> dict[int, np.ndarray]:
+        """Vectors already in the index (committed, or written earlier in this ingest) for these sentence hashes."""
+        from psycopg import sql
+
+        wanted = list({int(h) for h in hashes})
+        if not wanted:
+            return {}
+        found = self.conn.execute(
+            sql.SQL("SELECT DISTINCT ON (hash) hash, embedding FROM {} WHERE hash = ANY(%s)").format(
+                self._ident("sentences")
+            ),
+            [wanted],
+        ).fetchall()
+        return {int(h): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in found}
+
+    def remove(self, doc_ids: list[str]) -> None:
+        from psycopg import sql
+
+        if not doc_ids:
+            return
+        for table in ("sentences", "chunks", "documents"):
+            self.conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = ANY(%s)").format(self._ident(table)), [doc_ids])
+
+    def write(self, documents: list[PendingDocument]) -> None:
+        """Replace these documents (delete their old rows, COPY the new ones) inside the ingest transaction."""
+        from psycopg import sql
+
+        self.remove([d.record.doc_id for d in documents])
+        vector_value: Any = np.asarray
+        if self._vector_type == "halfvec":
+            from pgvector import HalfVector
+
+            vector_value = HalfVector
+        documents_copy = sql.SQL(
+            "COPY {} (doc_id, doc_seq, source, title, content_hash, n_chunks, n_sentences) FROM STDIN (FORMAT BINARY)"
+        ).format(self._ident("documents"))
+        with self.conn.cursor() as cur:
+            with cur.copy(documents_copy) as copy:
+                copy.set_types(["text", "int8", "text", "text", "text", "int4", "int4"])
+                for doc in documents:
+                    record = doc.record
+                    copy.write_row(
+                        (
+                            record.doc_id,
+                            doc.doc_seq,
+                            record.source,
+                            record.title,
+                            record.content_hash,
+                            len(doc.chunks),
+                            len(doc.hashes),
+                        )
+                    )
+            chunks_copy = sql.SQL(
+                "COPY {} (row, doc_id, chunk_id, text, text_lower, n_tokens, spans, prev_id, next_id) "
+                "FROM STDIN (FORMAT BINARY)"
+            ).format(self._ident("chunks"))
+            with cur.copy(chunks_copy) as copy:
+                copy.set_types(["int8", "text", "text", "text", "text", "int4", "int4[]", "text", "text"])
+                for doc in documents:
+                    ids = [c[0] for c in doc.chunks]
+                    for position, (chunk_id, text, n_tokens, spans) in enumerate(doc.chunks):
+                        copy.write_row(
+                            (
+                                (doc.doc_seq << ROW_BITS) + position,
+                                doc.record.doc_id,
+                                chunk_id,
+                                text,
+                                text.lower(),
+                                n_tokens,
+                                [v for span in spans for v in span],
+                                ids[position - 1] if position else None,
+                                ids[position + 1] if position + 1 < len(ids) else None,
+                            )
+                        )
+            sentences_copy = sql.SQL(
+                "COPY {} (chunk_row, ord, doc_id, hash, embedding) FROM STDIN (FORMAT BINARY)"
+            ).format(self._ident("sentences"))
+            with cur.copy(sentences_copy) as copy:
+                copy.set_types(["int8", "int4", "text", "int8", self._vector_type])
+                for doc in documents:
+                    i = 0
+                    for position, (_cid, _text, _n, spans) in enumerate(doc.chunks):
+                        row = (doc.doc_seq << ROW_BITS) + position
+                        for ordinal in range(len(spans)):
+                            copy.write_row(
+                                (row, ordinal, doc.record.doc_id, int(doc.hashes[i]), vector_value(doc.vectors[i]))
+                            )
+                            i += 1
+
+    def commit(self, manifest: Manifest) -> None:
+        """Build the search indexes of a new single-node index, record the manifest, commit."""
+        from psycopg import sql
+
+        fmt = self._tables()
+        if self._fresh and not self._distributed:
+            self.conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
+            if self._ann:
+                self.conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
+        if self._new_shards:
+            manifest.extra = {**manifest.extra, "shards": self._new_shards}
+        elif self.shards:
+            manifest.extra = {**manifest.extra, "shards": self.shards}
+        manifest.extra = {**manifest.extra, "store": "postgresql"}
+        self.conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body"
+            ).format(self._ident("manifest")),
+            [json.dumps(asdict(manifest))],
+        )
+        self.conn.commit()
+        for table in ("documents", "chunks", "sentences"):
+            with contextlib.suppress(self._psycopg.Error):
+                self.conn.execute(sql.SQL("ANALYZE {}").format(self._ident(table)))
+                self.conn.commit()
+
+    def chunk_id_owners(self, chunk_ids: list[str]) -> dict[str, str]:
+        """The documents that hold any of these chunk ids now (in this ingest's view)."""
+        from psycopg import sql
+
+        if not chunk_ids:
+            return {}
+        query = sql.SQL("SELECT chunk_id, doc_id FROM {} WHERE chunk_id = ANY(%s)").format(self._ident("chunks"))
+        return dict(self.conn.execute(query, [chunk_ids]).fetchall())
+
+    def counts(self) -> dict[str, int]:
+        from psycopg import sql
+
+        query = sql.SQL("SELECT count(*), coalesce(sum(n_chunks), 0), coalesce(sum(n_sentences), 0) FROM {}").format(
+            self._ident("documents")
+        )
+        row = self.conn.execute(query).fetchone()
+        assert row is not None
+        return {"documents": int(row[0]), "chunks": int(row[1]), "sentences": int(row[2])}
+
+    def next_generation(self) -> int:
+        return (self.manifest.generation if self.manifest else 0) + 1
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.rollback()
+        with contextlib.suppress(Exception):
+            self.conn.close()  # ends the session: the advisory lock goes with it
+
+
+def _options(options: dict[str, str]) -> sql.Composed:
+    from psycopg import sql
+
+    return sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in options.items())

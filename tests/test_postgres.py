@@ -1,0 +1,522 @@
+"""PostgreSQL + pgvector store: the same results as the embedded store on one node and on two (hash partitions
+on postgres_fdw shards), incremental ingest, and the faults a server brings (kill -9 during ingest, readers
+during ingest, restart, statement timeout, a read-only role). Real servers, started by the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, StoreError
+from arag.index import Index
+from arag.indexing import build_index
+from arag.store.postgres import PgStore
+from arag.tools import Toolkit
+from conftest import FIXTURES, fake_settings
+from pg import PgNode, with_params
+
+CHUNK_TOKENS = 40  # small chunks: documents span several chunks, so neighbours and prev/next are exercised
+
+KEYWORD_QUERIES = [
+    ["Lothair II"],
+    ["lothair", "Ermengarde"],
+    ["Teutberga", "boso the elder"],
+    ["ii"],
+    ["a"],
+    ["İstanbul"],
+    ["STRASSE", "straße"],
+    ["100%"],
+    ["snake_case"],
+    ["back\\slash"],
+    ["the", "of", "and"],
+    ["LOTHAIR", "king"],
+    ["nothing-like-this-anywhere"],
+    ["Tours", "tours of", "ours"],
+]
+SEMANTIC_QUERIES = [
+    "queen of Lotharingia",
+    "Who was the mother of Lothair II?",
+    "a city on two continents",
+    "abbey abbot",
+    "zzz",
+]
+
+
+def _write_corpus(folder: Path, variant: int = 0) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURES / "hipporag_corpus.json", folder / "passages.json")
+    shutil.copy(FIXTURES / "docs.jsonl", folder / "docs.jsonl")
+    passages = json.loads((FIXTURES / "hipporag_corpus.json").read_text())
+    history = " ".join(p["text"] for p in passages) + " " + " ".join(p["text"] for p in reversed(passages))
+    (folder / "history.md").write_text("# History\n\n" + history + "\n", encoding="utf-8")
+    notes = (
+        "İstanbul lies on two continents. The Straße and the STRASSE are one street. "
+        "Growth was 100% in one year, written as 100 %. A snake_case name and a back\\slash path. "
+        "The king of the Franks was Lothair. The king of the Franks was Lothair. "
+        + ("Teutberga was queen. " if variant == 0 else "Teutberga was queen of Lotharingia, it is said. ")
+        + "Ermengarde of Tours died in 851.\n"
+    )
+    (folder / "notes.md").write_text(notes, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def nodes() -> Iterator[list[PgNode]]:
+    started = [PgNode(), PgNode()]
+    yield started
+    for node in started:
+        node.stop()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_corpus(tmp_path_factory.mktemp("pgcorpus") / "corpus")
+
+
+@pytest.fixture(scope="module")
+def locations(nodes: list[PgNode], corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The same corpus indexed three ways: embedded, PostgreSQL on one node, and on two shards."""
+    settings = fake_settings(chunker={"chunk_tokens": CHUNK_TOKENS})
+    embedded = str(tmp_path_factory.mktemp("pgparity") / "idx")
+    single = nodes[0].database("single", index="parity")
+    coordinator = nodes[0].database("coord", index="parity")
+    shards = [nodes[0].database("shard0"), nodes[1].database("shard1")]
+    build_index([corpus], embedded, settings)
+    build_index([corpus], single, settings)
+    build_index([corpus], coordinator, settings, shards=shards)
+    return {"embedded": embedded, "postgres": single, "two nodes": coordinator}
+
+
+@pytest.fixture(scope="module")
+def indexes(locations: dict[str, str]) -> Iterator[dict[str, Index]]:
+    opened = {name: Index.open(location, threads=1) for name, location in locations.items()}
+    yield opened
+    for index in opened.values():
+        index.close()
+
+
+def _brute_keyword(index: Index, keywords: list[str], top_k: int) -> list[tuple[str, int]]:
+    lowered = [(k.strip().lower(), len(k.strip())) for k in keywords]
+    scored = []
+    for record in index.store.iter_chunks():
+        text = record.text.lower()
+        score = sum(text.count(low) * weight for low, weight in lowered)
+        if score > 0:
+            scored.append((-score, record.row, record.chunk_id))
+    return [(chunk_id, -negative) for negative, _row, chunk_id in sorted(scored)[:top_k]]
+
+
+def test_keyword_search_is_identical_everywhere_and_equals_brute_force(indexes: dict[str, Index]) -> None:
+    for keywords in KEYWORD_QUERIES:
+        for top_k in (1, 3, 50):
+            results = {
+                name: [h.to_dict() for h in index.keyword_search(keywords, top_k)] for name, index in indexes.items()
+            }
+            assert results["postgres"] == results["embedded"], keywords
+            assert results["two nodes"] == results["embedded"], keywords
+            brute = _brute_keyword(indexes["postgres"], keywords, top_k)
+            assert [(h["chunk_id"], h["score"]) for h in results["postgres"]] == brute, keywords
+    assert indexes["postgres"].keyword_search(["ii"], 50), "the fixture must have matches"
+
+
+def test_semantic_search_matches_embedded_exact_search(indexes: dict[str, Index]) -> None:
+    for query in SEMANTIC_QUERIES:
+        for top_k in (1, 5, 40):
+            expected = indexes["embedded"].semantic_search(query, top_k)
+            for name in ("postgres", "two nodes"):
+                got = indexes[name].semantic_search(query, top_k)
+                assert [h.chunk_id for h in got] == [h.chunk_id for h in expected], (name, query)
+                assert [h.snippets for h in got] == [h.snippets for h in expected], (name, query)
+                assert np.allclose([h.score for h in got], [h.score for h in expected], atol=1e-5)
+
+
+def test_records_documents_and_neighbours_are_identical(indexes: dict[str, Index]) -> None:
+    def view(index: Index) -> dict[str, Any]:
+        records = list(index.store.iter_chunks(batch=7))  # several pages
+        ranges = index.store.doc_chunk_rows()
+        return {
+            "records": [(r.chunk_id, r.doc_id, r.text, r.n_tokens, r.prev_id, r.next_id) for r in records],
+            "documents": index.store.documents(),
+            "positions": {r.chunk_id: r.row - index.store.doc_chunk_range(r.doc_id)[0] for r in records},
+            "ranges": {doc: hi - lo for doc, (lo, hi) in ranges.items()},
+            "counts": (index.store.n_chunks, index.store.n_sentences),
+            "read": [
+                (r.chunk_id, r.prev_id, r.next_id)
+                for r in index.read(["corpus/history.md#1", "nope", "p0#0", "corpus/history.md#1"])[0]
+            ],
+            "missing": index.read(["nope", "corpus/history.md#0"])[1],
+        }
+
+    expected = view(indexes["embedded"])
+    assert len(expected["read"]) == 2 and expected["missing"] == ["nope"]
+    assert any(prev and nxt for _c, _d, _t, _n, prev, nxt in expected["records"]), "multi-chunk documents expected"
+    for name in ("postgres", "two nodes"):
+        assert view(indexes[name]) == expected, name
+    assert indexes["postgres"].store.doc_chunk_range("no such document") == (0, 0)
+
+
+def test_tools_give_the_same_observations_with_the_context_tracker(indexes: dict[str, Index]) -> None:
+    def session(index: Index) -> list[str]:
+        tools = Toolkit(index, hints=True)
+        return [
+            tools.call("keyword_search", {"keywords": ["Lothair II", "Tours"], "top_k": 3}).observation,
+            tools.call("semantic_search", {"query": "queen of Lotharingia", "top_k": 3}).observation,
+            tools.call("chunk_read", {"chunk_ids": ["hit 1", "corpus/history.md#1"]}).observation,
+            tools.call("chunk_read", {"chunk_ids": ["corpus/history.md#1"]}).observation,  # already read: a notice
+            tools.call("chunk_read", {"chunk_ids": ["corpus/history.md#2", "missing#9"]}).observation,
+        ]
+
+    expected = session(indexes["embedded"])
+    assert "already" in expected[3].lower() and "not found" in expected[4] and "Lothair" in expected[2]
+    for name in ("postgres", "two nodes"):
+        assert session(indexes[name]) == expected, name
+
+
+def _arag(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arag", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_cli_commands_print_the_same_results(locations: dict[str, str]) -> None:
+    commands = [
+        ["search", "keyword", "Lothair II", "tours", "--json"],
+        ["search", "semantic", "queen of Lotharingia", "-k", "3", "--json"],
+        ["read", "corpus/history.md#1", "corpus/notes.md#0", "--json"],
+        ["export"],
+    ]
+    for command in commands:
+        outputs = {}
+        for name, location in locations.items():
+            done = _arag(*command, "--index", location)
+            assert done.returncode == 0, (name, command, done.stderr)
+            outputs[name] = json.loads(done.stdout) if "--json" in command else done.stdout
+        if command[:2] == ["search", "semantic"]:
+            for values in outputs.values():
+                for hit in values:
+                    hit["score"] = round(hit["score"], 5)
+        assert outputs["postgres"] == outputs["embedded"] == outputs["two nodes"], command
+    info = json.loads(_arag("info", "--index", locations["two nodes"]).stdout)
+    assert (
+        info["counts"]["chunks"]
+        == json.loads(_arag("info", "--index", locations["embedded"]).stdout)["counts"]["chunks"]
+    )
+    assert len(info["extra"]["shards"]) == 2 and all("password" not in s for s in info["extra"]["shards"])
+    verified = _arag("info", "--verify", "--index", locations["two nodes"])
+    assert verified.returncode == 0 and "consistent" in verified.stderr
+
+
+def test_distributed_queries_run_on_the_shards(indexes: dict[str, Index], locations: dict[str, str]) -> None:
+    """Each partition's branch is a foreign scan on its shard, with the keyword filter shipped in the remote SQL."""
+    import psycopg
+
+    store = indexes["two nodes"].store
+    assert isinstance(store, PgStore)
+    with psycopg.connect(store.location.conninfo) as conn:
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(
+                "EXPLAIN (VERBOSE, COSTS OFF) SELECT row FROM arag_parity.chunks WHERE text_lower LIKE ANY(%s)",
+                [["%lothair%"]],
+            )
+        )
+    assert plan.count("Foreign Scan") == 2 and "Remote SQL" in plan and "~~ ANY" in plan.split("Remote SQL")[1]
+
+
+def test_incremental_ingest_matches_the_embedded_store(nodes: list[PgNode], tmp_path: Path) -> None:
+    settings = fake_settings(chunker={"chunk_tokens": CHUNK_TOKENS})
+    folder = _write_corpus(tmp_path / "corpus")
+    embedded = str(tmp_path / "idx")
+    postgres = nodes[0].database("single", index="incremental")
+    distributed = nodes[1].database("coord2", index="incremental")
+    shards = [nodes[0].database("shard0"), nodes[1].database("shard1")]
+    reports = {}
+    for name, location in (("embedded", embedded), ("postgres", postgres), ("two nodes", distributed)):
+        build_index([folder], location, settings, rebuild=True, shards=shards if name == "two nodes" else None)
+    _write_corpus(folder, variant=1)  # notes.md changes
+    (folder / "docs.jsonl").write_text((FIXTURES / "docs.jsonl").read_text().splitlines()[0] + "\n")  # drops docs
+    (folder / "extra.md").write_text("Lothair II had no legitimate heir. Teutberga was queen.\n")
+    for name, location in (("embedded", embedded), ("postgres", postgres), ("two nodes", distributed)):
+        report = build_index([folder], location, settings)
+        reports[name] = (
+            sorted(report.added),
+            sorted(report.replaced),
+            report.unchanged,
+            report.removed,
+            report.documents,
+            report.chunks,
+            report.sentences,
+        )
+    assert reports["postgres"] == reports["embedded"] == reports["two nodes"]
+    assert reports["embedded"][0] and reports["embedded"][1] and reports["embedded"][3]
+    opened = {name: Index.open(loc, threads=1) for name, loc in (("e", embedded), ("p", postgres), ("d", distributed))}
+    try:
+        for keywords in KEYWORD_QUERIES:
+            expected = [h.to_dict() for h in opened["e"].keyword_search(keywords, 10)]
+            assert [h.to_dict() for h in opened["p"].keyword_search(keywords, 10)] == expected
+            assert [h.to_dict() for h in opened["d"].keyword_search(keywords, 10)] == expected
+        expected_docs = opened["e"].store.documents()
+        assert opened["p"].store.documents() == expected_docs == opened["d"].store.documents()
+    finally:
+        for index in opened.values():
+            index.close()
+
+
+def test_identical_sentences_are_embedded_once(nodes: list[PgNode], tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "a.md").write_text("Alpha beta gamma. Delta epsilon. Alpha beta gamma.\n")
+    location = nodes[0].database("single", index="reuse")
+    first = build_index([folder], location, fake_settings(), rebuild=True)
+    assert (first.sentences, first.embedded) == (3, 2)
+    (folder / "b.md").write_text("Delta epsilon. Zeta eta.\n")
+    second = build_index([folder], location, fake_settings())
+    assert (second.added, second.embedded, second.reused_vectors) == (["c/b.md"], 1, 1)
+
+
+def test_approximate_search_uses_hnsw_with_high_recall(nodes: list[PgNode], corpus: Path) -> None:
+    location = nodes[0].database("single", index="ann")
+    build_index([corpus], location, fake_settings(chunker={"chunk_tokens": CHUNK_TOKENS}, ann=True), rebuild=True)
+    index = Index.open(location, threads=1)
+    try:
+        assert index.manifest.ann and Toolkit(index).exact is False
+        hits = 0
+        for query in SEMANTIC_QUERIES:
+            exact = {h.chunk_id for h in index.semantic_search(query, 10, exact=True)}
+            approximate = [h.chunk_id for h in index.semantic_search(query, 10, exact=False)]
+            assert len(approximate) == min(10, index.store.n_chunks)
+            hits += len(exact & set(approximate))
+        assert hits / (10 * len(SEMANTIC_QUERIES)) >= 0.9
+        store = index.store
+        assert isinstance(store, PgStore)
+        with psycopg_connect(store) as conn:
+            plan = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    "EXPLAIN SELECT chunk_row FROM arag_ann.sentences ORDER BY embedding <#> "
+                    "(SELECT embedding FROM arag_ann.sentences LIMIT 1) LIMIT 10"
+                )
+            )
+        assert "sentences_hnsw" in plan
+    finally:
+        index.close()
+
+
+def psycopg_connect(store: PgStore) -> Any:
+    import psycopg
+
+    conn = psycopg.connect(store.location.conninfo, autocommit=True)
+    conn.execute("SET enable_seqscan = off")
+    return conn
+
+
+def test_addressing_errors_are_clear(nodes: list[PgNode], tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFoundError, match="no a-rag index"):
+        Index.open(nodes[0].database("single", index="never_built"))
+    with pytest.raises(ConfigError, match="index name"):
+        Index.open(with_params(nodes[0].url, index="Bad-Name"))
+    with pytest.raises(ConfigError, match=r"f32 .* or f16"):
+        build_index([FIXTURES / "guide.md"], nodes[0].database("single", index="i8"), fake_settings(vector_dtype="i8"))
+    with pytest.raises(ConfigError, match="--shard needs a PostgreSQL index"):
+        build_index([FIXTURES / "guide.md"], tmp_path / "x", fake_settings(), shards=[nodes[1].url])
+    secret = with_params(nodes[0].url, path="/postgres", index="nowhere", password="hunter2")
+    done = _arag("search", "keyword", "x", "--index", secret)
+    assert done.returncode == 1 and "hunter2" not in done.stderr and "Traceback" not in done.stderr
+    unreachable = "postgresql://nobody@/postgres?host=/tmp/no-such-socket-dir&index=x"
+    done = _arag("search", "keyword", "x", "--index", unreachable)
+    assert done.returncode == 1 and "cannot connect to PostgreSQL" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_second_writer_is_refused_while_one_writes(nodes: list[PgNode]) -> None:
+    from arag.store.postgres import PgWriter
+
+    location = nodes[0].database("single", index="locked")
+    first = PgWriter(location)
+    try:
+        with pytest.raises(IndexFormatError, match="another process is writing"):
+            PgWriter(location)
+    finally:
+        first.close()
+    PgWriter(location).close()  # released with the first writer's session
+
+
+# ---------------------------------------------------------------------- faults
+
+
+def _many_documents(folder: Path, n: int, tag: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [
+        json.dumps({"id": f"doc{i}", "title": f"Doc {i}", "text": f"Document {i} version {tag}. " * 30})
+        for i in range(n)
+    ]
+    (folder / "docs.jsonl").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def _backend_of(conninfo: str, application: str) -> list[tuple[int, str | None]]:
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT pid, state FROM pg_stat_activity WHERE application_name = %s", [application]
+        ).fetchall()
+
+
+def test_kill_9_during_ingest_leaves_the_previous_state(nodes: list[PgNode], tmp_path: Path) -> None:
+    location = nodes[0].database("single", index="killed")
+    folder = tmp_path / "c"  # one source path: each version replaces the documents of the one before
+    build_index([_many_documents(folder, 50, "one")], location, fake_settings(), rebuild=True)
+    index = Index.open(location, threads=1)
+    before = ([h.to_dict() for h in index.keyword_search(["version one"], 100)], index.store.n_sentences)
+    conninfo = index.store.location.conninfo  # type: ignore[attr-defined]
+    big = _many_documents(folder, 6000, "two")
+    log = (tmp_path / "ingest.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "arag", "index", str(big), "--index", location, "--embedder", "fake"],
+        stdout=log,
+        stderr=log,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        # wait until the ingest's transaction has written rows: its backend is inside a transaction
+        while time.monotonic() < deadline and not any(
+            state in ("active", "idle in transaction") for _pid, state in _backend_of(conninfo, "arag-index")
+        ):
+            assert process.poll() is None, (tmp_path / "ingest.log").read_text()
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert process.poll() is None, "the ingest finished before it could be killed; make it bigger"
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        while time.monotonic() < deadline and _backend_of(conninfo, "arag-index"):
+            time.sleep(0.05)  # the server notices the dead client and rolls back
+        after = ([h.to_dict() for h in index.keyword_search(["version one"], 100)], index.store.n_sentences)
+        assert after == before
+        assert not index.keyword_search(["version two"], 5)
+        assert index.store.verify() == []
+        report = build_index([_many_documents(folder, 60, "three")], location, fake_settings())
+        assert report.replaced and index.keyword_search(["version three"], 5)  # the lock went with the session
+    finally:
+        if process.poll() is None:
+            process.kill()
+        index.close()
+
+
+def test_readers_see_each_document_whole_during_ingest(nodes: list[PgNode], tmp_path: Path) -> None:
+    location = nodes[1].database("readers", index="live")
+    folder = tmp_path / "c"
+    build_index([_many_documents(folder, 40, "red")], location, fake_settings(), rebuild=True)
+    index = Index.open(location, threads=2)
+    stop = threading.Event()
+    failures: list[str] = []
+    seen: set[str] = set()
+
+    def read_constantly() -> None:
+        while not stop.is_set():
+            try:
+                for hit in index.keyword_search(["version"], 40):
+                    snippets = " ".join(hit.snippets)
+                    tags = {tag for tag in ("red", "blue") if f"version {tag}" in snippets}
+                    if len(tags) != 1:
+                        failures.append(f"{hit.chunk_id}: {snippets[:80]}")
+                    seen.update(tags)
+                for record in index.read([f"doc{i}#0" for i in range(40)])[0]:
+                    if record.text.count("version red") and record.text.count("version blue"):
+                        failures.append(record.chunk_id)
+            except Exception as exc:
+                failures.append(repr(exc))
+
+    readers = [threading.Thread(target=read_constantly) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for round_ in range(4):
+            build_index([_many_documents(folder, 40, "blue" if round_ % 2 == 0 else "red")], location, fake_settings())
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join(timeout=60)
+        index.close()
+    assert not failures, failures[:5]
+    assert seen == {"red", "blue"}
+
+
+def test_server_restart_gives_one_clear_error_then_reconnects(tmp_path: Path) -> None:
+    node = PgNode()
+    try:
+        location = node.database("postgres", index="restart")
+        build_index([FIXTURES / "hipporag_corpus.json"], location, fake_settings(), rebuild=True)
+        index = Index.open(location, threads=1)
+        expected = [h.to_dict() for h in index.keyword_search(["Lothair"], 3)]
+        from arag import pgserver
+
+        pgserver.stop(node.data)
+        with pytest.raises(StoreError, match=r"PostgreSQL at .* (unavailable|cannot connect|did not answer)"):
+            index.keyword_search(["Lothair"], 3)
+        node.url = pgserver.start(node.data)
+        outcomes = []
+        for _ in range(2):
+            try:
+                outcomes.append([h.to_dict() for h in index.keyword_search(["Lothair"], 3)])
+            except StoreError as exc:
+                outcomes.append(str(exc))
+        assert outcomes[-1] == expected, outcomes
+        index.close()
+    finally:
+        node.stop()
+
+
+def test_statement_timeout_is_one_clear_error(nodes: list[PgNode]) -> None:
+    import psycopg
+
+    location = nodes[0].database("single", index="slow")
+    build_index([FIXTURES / "hipporag_corpus.json"], location, fake_settings(), rebuild=True)
+    store = PgStore(location, statement_timeout_s=0.5)
+    index = Index(store)
+    try:
+        with psycopg.connect(store.location.conninfo) as blocker:
+            blocker.execute("LOCK TABLE arag_slow.chunks IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreError, match="statement timeout"):
+                index.keyword_search(["Lothair"], 3)
+            blocker.rollback()
+        assert index.keyword_search(["Lothair"], 3)
+    finally:
+        index.close()
+
+
+def test_a_read_only_role_can_serve(nodes: list[PgNode]) -> None:
+    import psycopg
+
+    location = nodes[0].database("single", index="served")
+    build_index([FIXTURES / "hipporag_corpus.json"], location, fake_settings(), rebuild=True)
+    with psycopg.connect(PgStore(location).location.conninfo, autocommit=True) as conn:
+        # the grants docs/postgres.md gives for a serving role
+        conn.execute("DROP ROLE IF EXISTS arag_reader")
+        conn.execute("CREATE ROLE arag_reader LOGIN")
+        conn.execute("GRANT USAGE ON SCHEMA arag_served TO arag_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA arag_served TO arag_reader")
+    reader_url = location.replace("postgresql://postgres:@", "postgresql://arag_reader@")
+    assert reader_url != location
+    index = Index.open(reader_url, threads=1)
+    try:
+        assert index.keyword_search(["Lothair II"], 2)
+    finally:
+        index.close()
+    with pytest.raises(StoreError, match="permission denied"):
+        build_index([FIXTURES / "guide.md"], reader_url, fake_settings())
