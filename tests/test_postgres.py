@@ -222,6 +222,27 @@ def test_cli_commands_print_the_same_results(locations: dict[str, str]) -> None:
     assert verified.returncode == 0 and "consistent" in verified.stderr
 
 
+def test_http_api_serves_the_same_answers(indexes: dict[str, Index]) -> None:
+    from fastapi.testclient import TestClient
+
+    from arag.server import create_app
+    from arag.settings import Settings
+
+    def answers(index: Index) -> list[Any]:
+        with TestClient(create_app(index, Settings())) as client:
+            return [
+                client.get("/api/chunks/corpus/history.md%231").json(),
+                client.post("/api/search/keyword", json={"keywords": ["Lothair II", "tours"], "top_k": 4}).json(),
+                client.post("/api/tools/chunk_read", json={"chunk_ids": ["p1#0", "p1#1"]}).json()["observation"],
+                client.get("/api/export").text,
+            ]
+
+    expected = answers(indexes["embedded"])
+    assert expected[0]["position"] == 2 and expected[0]["prev_id"] == "corpus/history.md#0"
+    for name in ("postgres", "two nodes"):
+        assert answers(indexes[name]) == expected, name
+
+
 def test_distributed_queries_run_on_the_shards(indexes: dict[str, Index], locations: dict[str, str]) -> None:
     """Each partition's branch is a foreign scan on its shard, with the keyword filter shipped in the remote SQL."""
     import psycopg

@@ -56,7 +56,7 @@ class IndexSettings(BaseModel):
         description="IVF lists scanned per approximate query: higher is slower and more exact (docs/benchmarks.md).",
     )
     hnsw_ef_search: int = Field(
-        100,
+        400,
         ge=1,
         le=1000,
         description="PostgreSQL indexes built with ann: HNSW candidate list per approximate query (hnsw.ef_search).",

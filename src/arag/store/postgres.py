@@ -43,7 +43,6 @@ from arag.store import (
     FileDigest,
     Manifest,
     SemanticMatch,
-    best_per_chunk,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
 
 ROW_BITS = 32  # row = doc_seq << ROW_BITS | position of the chunk in its document
 DEFAULT_INDEX = "default"
-DEFAULT_EF_SEARCH = 100
+DEFAULT_EF_SEARCH = 400  # recall@10 0.988 at ×10 2Wiki, p50 8.7 ms (docs/benchmarks.md)
 STATEMENT_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 10
 _INDEX_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
@@ -163,15 +162,19 @@ def _fan_out(
     branch: Callable[[sql.Identifier], sql.Composable],
     relations: list[sql.Identifier],
     params: list[Any],
-    outer_order: sql.SQL,
-    limit: int,
+    outer_order: sql.SQL | None = None,
+    limit: int = 0,
 ) -> tuple[sql.Composable, list[Any]]:
-    """One query over every partition: the branch (which must end in ORDER BY … LIMIT) per relation, merged."""
+    """One query over every partition: the branch per relation, each shipped whole to its node, then merged
+    (ordered and cut to ``limit`` when ``outer_order`` is given; the branches then end in the same ORDER BY …
+    LIMIT)."""
     from psycopg import sql
 
     if len(relations) == 1:
         return branch(relations[0]), params
     union = sql.SQL(" UNION ALL ").join(sql.SQL("({})").format(branch(r)) for r in relations)
+    if outer_order is None:
+        return union, params * len(relations)
     query = sql.SQL("SELECT * FROM ({}) AS merged ORDER BY {} LIMIT %s").format(union, outer_order)
     return query, params * len(relations) + [limit]
 
@@ -421,47 +424,50 @@ class PgStore:
                 top_k,
             )
             ranked = [(int(row), float(score)) for row, score in self._fetch(q, args)]
+            per_chunk = self._sentence_scores(value, [row for row, _ in ranked])
         else:
-            ranked = self._approximate(value, top_k, parts)
-        return self._with_sentence_scores(ranked, value)
+            # HNSW gives candidate chunks; each is then scored by its best sentence, exactly
+            candidates = self._hnsw_candidates(value, top_k, parts)
+            per_chunk = self._sentence_scores(value, candidates)
+            best = {row: float(scores.max()) for row, scores in per_chunk.items() if len(scores)}
+            ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:top_k]
+        empty = np.zeros(0, np.float32)
+        return [SemanticMatch(row, score, per_chunk.get(row, empty)) for row, score in ranked]
 
-    def _approximate(self, value: Any, top_k: int, parts: list[sql.Identifier]) -> list[tuple[int, float]]:
-        """HNSW: the m nearest sentences (iterative index scans fill LIMIT m), grouped by chunk; m grows until
-        they cover top_k chunks, as in the embedded store."""
+    def _hnsw_candidates(self, value: Any, top_k: int, parts: list[sql.Identifier]) -> list[int]:
+        """The chunks of the m nearest sentences by the HNSW index (iterative scans fill LIMIT m); m grows until
+        they are top_k distinct chunks."""
         from psycopg import sql
 
-        op, _score, _ops = _SCORE[self._vector_type]
-        template = sql.SQL("SELECT chunk_row, {score} AS score FROM {rel} ORDER BY embedding {op} %s LIMIT %s")
-        score = self._score_sql()
-
-        def branch(rel: sql.Identifier) -> sql.Composable:
-            return template.format(score=score, op=sql.SQL(op), rel=rel)
-
-        total = self.n_sentences
-        m = min(total, max(64, 8 * top_k))
+        op = sql.SQL(_SCORE[self._vector_type][0])
+        # selecting the ORDER BY expression keeps each branch a plain foreign scan, so the shards run concurrently
+        template = sql.SQL("SELECT chunk_row, embedding {op} %s AS distance FROM {rel} ORDER BY distance LIMIT %s")
+        m, total = max(64, 8 * top_k), None
         while True:
-            q, args = _fan_out(branch, parts, [value, value, m], sql.SQL("score DESC, chunk_row"), m)
-            found = self._fetch(q, args)
-            best = best_per_chunk((int(r) for r, _ in found), (float(s) for _, s in found))
-            if len(best) >= top_k or m >= total:
-                break
+            q, args = _fan_out(lambda rel: template.format(op=op, rel=rel), parts, [value, m])
+            rows = list(dict.fromkeys(int(row) for row, _distance in self._fetch(q, args)))
+            if len(rows) >= top_k:
+                return rows
+            total = self.n_sentences if total is None else total
+            if m >= total:
+                return rows
             m = min(total, m * 4)
-        return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:top_k]
 
-    def _with_sentence_scores(self, ranked: list[tuple[int, float]], value: Any) -> list[SemanticMatch]:
+    def _sentence_scores(self, value: Any, rows: list[int]) -> dict[int, np.ndarray]:
+        """Each chunk's sentence scores in sentence order, computed where the rows live (an aggregate, so
+        postgres_fdw ships the computation, not the vectors)."""
         from psycopg import sql
 
-        if not ranked:
-            return []
-        query = sql.SQL(
-            "SELECT chunk_row, {score} FROM {rel} WHERE chunk_row = ANY(%s) ORDER BY chunk_row, ord"
-        ).format(score=self._score_sql(), rel=self._relations.table("sentences"))
-        per_chunk: dict[int, list[float]] = {}
-        for row, score in self._fetch(query, [value, [row for row, _ in ranked]]):
-            per_chunk.setdefault(int(row), []).append(float(score))
-        return [
-            SemanticMatch(row, score, np.asarray(per_chunk.get(row, []), dtype=np.float32)) for row, score in ranked
-        ]
+        if not rows:
+            return {}
+        template = sql.SQL(
+            "SELECT chunk_row, array_agg({score} ORDER BY ord) FROM {rel} WHERE chunk_row = ANY(%s) GROUP BY chunk_row"
+        )
+        score = self._score_sql()
+        q, args = _fan_out(
+            lambda rel: template.format(score=score, rel=rel), self._relations.parts("sentences"), [value, rows]
+        )
+        return {int(row): np.asarray(scores, dtype=np.float32) for row, scores in self._fetch(q, args)}
 
     # ------------------------------------------------------------------ checks
     def verify(self) -> list[str]:
@@ -659,11 +665,13 @@ class PgWriter:
                 f"vector_dtype {vector_dtype} is for the embedded store; "
                 "PostgreSQL stores f32 (vector) or f16 (halfvec)"
             )
-        if shards and self.manifest is not None and shards != self.shards:
+        given = [self._shard_location(url).display.split("?")[0] for url in shards or []]
+        if shards and self.manifest is not None and given != self.shards:
             described = ", ".join(self.shards) or "one node"
             raise ConfigError(
                 f"the index {self.location.display} is laid out on {described}; use --rebuild to change its shards"
             )
+        self._shard_urls = list(shards or [])
         self._vector_type = VECTOR_TYPES[vector_dtype]
         self._ann = ann
         create = self.manifest is None
@@ -691,21 +699,27 @@ class PgWriter:
         self._distributed = bool(shards or self.shards)
         self._fresh = create
 
+    def _shard_location(self, url: str) -> PgLocation:
+        return parse_location(
+            url if "index=" in url else url + ("&" if "?" in url else "?") + f"index={self.location.index}"
+        )
+
+    def _shard_connection(self, shard: PgLocation) -> psycopg.Connection[Any]:
+        try:
+            return self._psycopg.connect(shard.conninfo, connect_timeout=CONNECT_TIMEOUT_S, autocommit=False)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"cannot connect to the shard {shard.display}: {_message(exc)}") from None
+
     def _create_shards(self, shards: list[str], dims: int, ann: bool) -> list[str]:
-        """The node tables on every shard, with their search indexes (built before the load: later the
-        coordinator's transaction holds the rows until it commits). Returns the shards' descriptions."""
+        """The node tables on every shard (their search indexes are built after the load, by :meth:`commit`).
+        Returns the shards' descriptions."""
         from psycopg import sql
 
         described = []
         for url in shards:
-            shard = parse_location(
-                url if "index=" in url else url + ("&" if "?" in url else "?") + f"index={self.location.index}"
-            )
+            shard = self._shard_location(url)
             described.append(shard.display.split("?")[0])
-            try:
-                conn = self._psycopg.connect(shard.conninfo, connect_timeout=CONNECT_TIMEOUT_S, autocommit=False)
-            except self._psycopg.Error as exc:
-                raise StoreError(f"cannot connect to the shard {shard.display}: {_message(exc)}") from None
+            conn = self._shard_connection(shard)
             with conn:
                 standalone = conn.execute("SELECT to_regclass(%s)", [f"{self.location.schema}.manifest"]).fetchone()
                 if standalone and standalone[0] is not None:
@@ -719,11 +733,19 @@ class PgWriter:
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
                 fmt = self._tables(vector_type=sql.SQL(self._vector_type), dims=sql.Literal(int(dims)))
                 conn.execute(sql.SQL(_NODE_TABLES).format(**fmt))
-                conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
-                if ann:
-                    conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
                 conn.commit()
         return described
+
+    def _search_indexes(self, conn: psycopg.Connection[Any]) -> None:
+        """The trigram GIN index and (with ann) the HNSW index, built in one pass over rows already loaded:
+        much faster than maintaining them row by row during a bulk load."""
+        from psycopg import sql
+
+        fmt = self._tables()
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
+        if self._ann:
+            conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
 
     def _attach_shards(self, shards: list[str]) -> None:
         """Foreign servers and user mappings for the shards, and the coordinator's hash partitions on them."""
@@ -862,11 +884,8 @@ class PgWriter:
         """Build the search indexes of a new single-node index, record the manifest, commit."""
         from psycopg import sql
 
-        fmt = self._tables()
         if self._fresh and not self._distributed:
-            self.conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
-            if self._ann:
-                self.conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
+            self._search_indexes(self.conn)
         if self._new_shards:
             manifest.extra = {**manifest.extra, "shards": self._new_shards}
         elif self.shards:
@@ -879,6 +898,15 @@ class PgWriter:
             [json.dumps(asdict(manifest))],
         )
         self.conn.commit()
+        # the shards' rows became visible with the commit: build their search indexes now (a no-op when they
+        # exist); each shard's own statistics first, then the coordinator's samples of them
+        for url in self._shard_urls:
+            with self._shard_connection(self._shard_location(url)) as conn:
+                self._search_indexes(conn)
+                conn.commit()
+                conn.autocommit = True
+                for table in ("documents", "chunks", "sentences"):
+                    conn.execute(sql.SQL("ANALYZE {}").format(self._ident(table)))
         for table in ("documents", "chunks", "sentences"):
             with contextlib.suppress(self._psycopg.Error):
                 self.conn.execute(sql.SQL("ANALYZE {}").format(self._ident(table)))
