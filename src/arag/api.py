@@ -33,9 +33,9 @@ from arag.tools import Toolkit
 
 
 def open_index(path: str | Path, settings: Settings | None = None) -> Index:
-    """Open an index once, with the thread count and IVF probes of ``settings`` (default: the environment's)."""
-    index_settings = (settings or load_settings()).index
-    return Index.open(path, threads=index_settings.threads, probes=index_settings.ann_probes)
+    """Open an index directory or ``postgresql://…?index=NAME`` URL once, with the search settings of ``settings``
+    (threads, IVF probes, HNSW ef_search, statement timeout; default: the environment's)."""
+    return Index.open_with(path, (settings or load_settings()).index)
 
 
 # the three tools over a shared index, with their own context tracker: one per conversation

@@ -124,13 +124,9 @@ def _settings(config: Path | None, overrides: dict[str, Any] | None = None):
 def _open_index(index: str, threads: int | None = None, probes: int | None = None):
     from arag.index import Index
 
-    settings = _settings(None).index  # ARAG_INDEX__THREADS, ARAG_INDEX__ANN_PROBES, ARAG_INDEX__HNSW_EF_SEARCH
-    return Index.open(
-        index,
-        threads=threads or settings.threads,
-        probes=probes or settings.ann_probes,
-        ef_search=settings.hnsw_ef_search,
-    )
+    settings = _settings(None).index  # ARAG_INDEX__THREADS, __ANN_PROBES, __HNSW_EF_SEARCH, __PG_STATEMENT_TIMEOUT_S
+    overrides = {"threads": threads, "ann_probes": probes}
+    return Index.open_with(index, settings.model_copy(update={k: v for k, v in overrides.items() if v}))
 
 
 @app.command()

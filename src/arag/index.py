@@ -16,6 +16,7 @@ import numpy as np
 
 from arag.embedding import Embedder, load_embedder
 from arag.errors import EmbedderError
+from arag.settings import IndexSettings
 from arag.store import ChunkRecord, Store, ivf, open_store
 
 SEMANTIC_SNIPPETS = 3
@@ -60,9 +61,23 @@ class Index:
         threads: int = 2,
         probes: int = ivf.DEFAULT_PROBES,
         ef_search: int | None = None,
+        statement_timeout_s: float | None = None,
     ) -> Index:
         """Open an index directory or a ``postgresql://…?index=NAME`` URL (see :func:`arag.store.open_store`)."""
-        return cls(open_store(location, threads=threads, probes=probes, ef_search=ef_search), embedder, threads)
+        store = open_store(location, threads, probes, ef_search, statement_timeout_s)
+        return cls(store, embedder, threads)
+
+    @classmethod
+    def open_with(cls, location: str | Path, settings: IndexSettings, embedder: Embedder | None = None) -> Index:
+        """Open with the search-time settings: threads, IVF probes, HNSW ef_search, statement timeout."""
+        return cls.open(
+            location,
+            embedder,
+            settings.threads,
+            settings.ann_probes,
+            settings.hnsw_ef_search,
+            settings.pg_statement_timeout_s,
+        )
 
     @property
     def manifest(self):

