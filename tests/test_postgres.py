@@ -18,13 +18,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, StoreError
 from arag.index import Index
 from arag.indexing import build_index
 from arag.store.postgres import PgStore
 from arag.tools import Toolkit
-from conftest import FIXTURES, fake_settings
+from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from pg import PgNode, with_params
 
 CHUNK_TOKENS = 40  # small chunks: documents span several chunks, so neighbours and prev/next are exercised
@@ -129,6 +131,29 @@ def test_keyword_search_is_identical_everywhere_and_equals_brute_force(indexes: 
             brute = _brute_keyword(indexes["postgres"], keywords, top_k)
             assert [(h["chunk_id"], h["score"]) for h in results["postgres"]] == brute, keywords
     assert indexes["postgres"].keyword_search(["ii"], 50), "the fixture must have matches"
+
+
+_TEXT_BITS = st.sampled_from(
+    ["Lothair", "ii", "tours", "%", "_", "\\", "'", '"', "İ", "ẞ", "ß", "ﬁ", " ", "--", ";", "\x00", "\ud800"]
+)
+_KEYWORD = st.lists(st.one_of(_TEXT_BITS, st.text(max_size=6)), min_size=1, max_size=4).map("".join)
+
+
+@settings(max_examples=120 * FUZZ_SCALE, deadline=None)
+@given(keywords=st.lists(_KEYWORD, min_size=1, max_size=4), top_k=st.integers(1, 30))
+def test_fuzzed_keywords_give_the_embedded_results(indexes: dict[str, Index], keywords: list[str], top_k: int) -> None:
+    """Any text as keywords — LIKE wildcards, quotes, case-folding oddities, NUL — scores exactly as embedded."""
+    expected = [h.to_dict() for h in indexes["embedded"].keyword_search(keywords, top_k)]
+    assert [h.to_dict() for h in indexes["postgres"].keyword_search(keywords, top_k)] == expected
+    assert [h.to_dict() for h in indexes["two nodes"].keyword_search(keywords, top_k)] == expected
+    ids = [*keywords, "p1#0"]
+    reads = {name: _read_view(index, ids) for name, index in indexes.items()}
+    assert reads["postgres"] == reads["embedded"] == reads["two nodes"]
+
+
+def _read_view(index: Index, ids: list[str]) -> tuple[list[tuple[str, str, str, str | None, str | None]], list[str]]:
+    found, missing = index.read(ids)
+    return [(r.chunk_id, r.doc_id, r.text, r.prev_id, r.next_id) for r in found], missing
 
 
 def test_semantic_search_matches_embedded_exact_search(indexes: dict[str, Index]) -> None:

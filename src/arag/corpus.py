@@ -31,10 +31,10 @@ class Document:
     def __post_init__(self) -> None:
         # NUL and lone surrogates cannot be stored as text by PostgreSQL (nor encoded as UTF-8): every store
         # gets U+FFFD instead, so both backends hold the same text
-        self.doc_id, self.text, self.source = _storable(self.doc_id), _storable(self.text), _storable(self.source)
-        self.title = _storable(self.title) if self.title is not None else None
+        self.doc_id, self.text, self.source = storable(self.doc_id), storable(self.text), storable(self.source)
+        self.title = storable(self.title) if self.title is not None else None
         if self.chunks is not None:
-            self.chunks = [(_storable(cid), _storable(text)) for cid, text in self.chunks]
+            self.chunks = [(storable(cid), storable(text)) for cid, text in self.chunks]
         if not self.content_hash:
             digest = hashlib.sha256(self.doc_id.encode())
             if self.chunks is not None:
@@ -48,8 +48,14 @@ class Document:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
-def _storable(text: str) -> str:
+def storable(text: str) -> str:
+    """``text`` with NUL and lone surrogates replaced by U+FFFD, as every store holds text."""
     return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
+
+
+def never_stored(text: str) -> bool:
+    """Whether ``text`` holds a character no stored text can contain (NUL, a lone surrogate): it matches nothing."""
+    return _UNSTORABLE.search(text) is not None
 
 
 @dataclass(slots=True)

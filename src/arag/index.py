@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arag.corpus import never_stored, storable
 from arag.embedding import Embedder, load_embedder
 from arag.errors import EmbedderError
 from arag.settings import IndexSettings
@@ -99,7 +100,8 @@ class Index:
 
     # ------------------------------------------------------------------ keyword
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> list[SearchHit]:
-        keywords = normalize_keywords(keywords)
+        # a keyword holding NUL or a lone surrogate occurs in no stored text: it would only add 0
+        keywords = [k for k in normalize_keywords(keywords) if not never_stored(k)]
         if not keywords or top_k <= 0:
             return []
         lowered = [k.lower() for k in keywords]
@@ -125,7 +127,7 @@ class Index:
     def semantic_search(self, query: str, top_k: int = 5, exact: bool = True) -> list[SearchHit]:
         if not query.strip() or top_k <= 0 or self.store.n_sentences == 0:
             return []
-        vector = self.embedder.embed_query(query)
+        vector = self.embedder.embed_query(storable(query))
         return self.semantic_search_vector(vector, top_k, exact)
 
     def semantic_search_vector(self, vector: np.ndarray, top_k: int = 5, exact: bool = True) -> list[SearchHit]:
@@ -152,7 +154,7 @@ class Index:
     # ------------------------------------------------------------------ read
     def read(self, chunk_ids: list[str]) -> tuple[list[ChunkRecord], list[str]]:
         """Records of the known ids (in the order asked) and the ids that were not found."""
-        rows = self.store.rows_for_ids(chunk_ids)
+        rows = self.store.rows_for_ids(c for c in chunk_ids if not never_stored(c))  # others cannot exist
         records = self.store.chunks(rows.values())
         found = [records[rows[c]] for c in dict.fromkeys(chunk_ids) if c in rows]
         missing = [c for c in dict.fromkeys(chunk_ids) if c not in rows]

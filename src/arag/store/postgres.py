@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
+from arag.corpus import never_stored
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
 from arag.store import (
     FORMAT_VERSION,
@@ -303,7 +304,7 @@ class PgStore:
         return self._counts()[1]
 
     def rows_for_ids(self, chunk_ids: Iterable[str]) -> dict[str, int]:
-        ids = list(dict.fromkeys(chunk_ids))
+        ids = [i for i in dict.fromkeys(chunk_ids) if not never_stored(i)]  # no such id can exist
         if not ids:
             return {}
         return {
@@ -348,6 +349,8 @@ class PgStore:
         return {doc_id: (seq << ROW_BITS, (seq << ROW_BITS) + n) for doc_id, seq, n in self._fetch(query)}
 
     def doc_chunk_range(self, doc_id: str) -> tuple[int, int]:
+        if never_stored(doc_id):
+            return (0, 0)
         found = self._fetch(
             self._sql("SELECT doc_seq, n_chunks FROM {documents} WHERE doc_id = %s AND n_chunks > 0"), [doc_id]
         )
@@ -367,6 +370,8 @@ class PgStore:
         candidates are the chunks matching any ``LIKE '%k%'``, which the trigram GIN index answers."""
         from psycopg import sql
 
+        # a keyword with NUL or a lone surrogate occurs in no stored text (nor can PostgreSQL receive it): it adds 0
+        keywords = [k for k in keywords if not never_stored(k)]
         if not keywords or top_k <= 0:
             return []
         lowered = [k.lower() for k in keywords]
