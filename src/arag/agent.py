@@ -172,7 +172,10 @@ class Agent:
         started = time.perf_counter()
         deadline = time.monotonic() + self.settings.time_budget_s
         names = {str(k): v for k, v in self.settings.tool_names.items()}
-        toolkit = Toolkit(self.index, enabled=self.settings.tools, names=names, hints=self.compact)
+        inline = self.settings.inline_read_tokens if self.compact else 0
+        toolkit = Toolkit(
+            self.index, enabled=self.settings.tools, names=names, hints=self.compact, inline_tokens=inline
+        )
         usage, trajectory = Usage(), list[Step]()
         model_calls: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = [

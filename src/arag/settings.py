@@ -118,6 +118,13 @@ class AgentSettings(BaseModel):
         "prompt, read hints, a repeated call reads the best unread hit, an answer given before any read gets the "
         "top hits read first, a short final answer); 'auto': compact for the embedded model, paper otherwise.",
     )
+    inline_read_tokens: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="Compact profile: a search's top hit is shown in full (and counts as read) when it has at most "
+        "this many tokens, saving a small model a read step; 0 = off (the paper: snippets only).",
+    )
     tools: list[ToolName] = Field(
         default_factory=lambda: list(TOOL_NAMES),
         description="Enabled tools.",

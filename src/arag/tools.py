@@ -73,6 +73,7 @@ class Toolkit:
         encoding: str = "cl100k_base",
         names: dict[str, str] | None = None,
         hints: bool = False,
+        inline_tokens: int = 0,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -91,6 +92,9 @@ class Toolkit:
         self._shown: list[str] = []  # chunk ids whose content the current call returns
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
         self.hints = hints  # end search results with how to read a hit (helps small models)
+        # a search's top hit is shown in full (and counts as read) when it has at most this many tokens: a short
+        # passage costs less context than the read step it saves a small model
+        self.inline_tokens = inline_tokens
 
     # ------------------------------------------------------------------ the tools
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
@@ -190,14 +194,22 @@ class Toolkit:
         if not hits:
             return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
         lines = [f"{notes}{header}: {len(hits)} chunks"]
-        records = self.index.store.chunks(h.row for h in hits) if self.full_text_results else {}
+        inline = self.inline_tokens and not self.full_text_results and hits[0].chunk_id not in self.tracker.read_ids
+        wanted = [h.row for h in hits] if self.full_text_results else [hits[0].row] if inline else []
+        records = self.index.store.chunks(wanted) if wanted else {}
         for rank, hit in enumerate(hits, start=1):
             self.tracker.seen_ids.add(hit.chunk_id)
             self._shown.append(hit.chunk_id)
             mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
+            record = records.get(hit.row)
+            if rank == 1 and inline and record is not None and record.n_tokens <= self.inline_tokens:
+                self.tracker.read_ids.add(hit.chunk_id)
+                lines.append(f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}), full text:")
+                lines.append(record.text.strip())
+                continue
             lines.append(f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}){mark}")
-            if self.full_text_results:
-                lines.append(records[hit.row].text.strip())
+            if self.full_text_results and record is not None:
+                lines.append(record.text.strip())
                 continue
             for snippet in hit.snippets[:5]:
                 lines.append(f"  - {_shorten(snippet)}")
