@@ -297,6 +297,17 @@ def test_compact_reads_hits_by_number_and_hints_how(hippo_index: Index, server: 
     assert server.requests[0]["messages"][0]["content"].startswith("You answer a question using a document")
 
 
+def test_compact_inline_read_saves_the_read_step(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})]),
+        completion("20 March 851 [chunk Ermengarde of Tours#0]"),
+    ]
+    result = compact_agent(hippo_index, server, inline_read_tokens=400).run("When did Ermengarde of Tours die?")
+    first_hit = hit_ids(result.trajectory[0].observation)[0]
+    assert "full text:" in result.trajectory[0].observation and result.read_chunks == [first_hit]
+    assert result.stop_reason == "answered" and len(result.trajectory) == 1  # answered with no harness read
+
+
 def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Index, server: ScriptedServer) -> None:
     server.replies = [
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"], "top_k": 3})]),

@@ -119,3 +119,20 @@ def test_tools_search_approximately_on_an_index_built_for_it(tmp_path: Path) -> 
     assert Toolkit(Index.open(tmp_path / "ann"), exact=True).exact is True
     observation = Toolkit(Index.open(tmp_path / "ann")).call("semantic_search", {"query": "Lothair II"}).observation
     assert "Lothair II" in observation
+
+
+def test_a_short_top_hit_is_shown_in_full_and_counts_as_read(hippo_index: Index) -> None:
+    inline = Toolkit(hippo_index, hints=True, inline_tokens=400)
+    result = inline.call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})
+    first = result.chunk_ids[0]
+    text = hippo_index.read([first])[0][0].text.strip()
+    assert f"chunk {first} (score" in result.observation and text in result.observation
+    assert first in inline.tracker.read_ids and len(inline.tracker.read_ids) == 1
+    assert "already read" in inline.call("chunk_read", {"chunk_ids": ["hit 1"]}).observation
+    assert 'chunk_ids": ["hit 2"]' in result.observation  # the hint points at the first hit not yet read
+    again = inline.call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}).observation
+    assert text not in again and "[already read]" in again  # shown in full once
+    plain = Toolkit(hippo_index, hints=True).call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})
+    assert text not in plain.observation and "full text" not in plain.observation
+    too_long = Toolkit(hippo_index, inline_tokens=1).call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})
+    assert "full text" not in too_long.observation
