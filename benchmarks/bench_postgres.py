@@ -109,7 +109,6 @@ class Copy:
         try:
             with writer.errors():
                 writer.begin("f32", self.vectors.shape[1], True, shards or None)
-                writer.conn.execute("SET LOCAL maintenance_work_mem = '2GB'")
                 started = time.perf_counter()
                 batch: list[PendingDocument] = []
                 for seq, (record, chunks, rows) in enumerate(self.documents):
@@ -222,7 +221,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "arag-pgbench")
     args = parser.parse_args()
-    scales, shard_counts = args.scale or [1, 10], args.nodes or [2, 3]
+    scales = args.scale or [1, 10]
+    shard_counts = [n for n in (args.nodes or [2, 3]) if n > 1]  # --nodes 0: one node only
     args.work.mkdir(parents=True, exist_ok=True)
     base_dir = args.base
     if base_dir is None:
@@ -236,13 +236,15 @@ def main() -> None:
     keyword_queries = [question_entities(q["question"]) or q["question"].split()[:2] for q in questions]
     query_vectors = base_index.embedder.embed_documents([q["question"] for q in questions])
 
-    servers = [args.work / f"pg{i}" for i in range(max(shard_counts))]
+    servers = [args.work / f"pg{i}" for i in range(max([1, *shard_counts]))]
     urls = []
     for folder in servers:
         url = pgserver.start(folder)
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET maintenance_work_mem = '6GB'")  # the ×100 HNSW graph fits in memory
+            conn.execute("SELECT pg_reload_conf()")
             if conn.execute("SHOW shared_buffers").fetchone() != ("2GB",):
                 conn.execute("ALTER SYSTEM SET shared_buffers = '2GB'")
                 pgserver.stop(folder)

@@ -308,6 +308,18 @@ def test_compact_inline_read_saves_the_read_step(hippo_index: Index, server: Scr
     assert result.stop_reason == "answered" and len(result.trajectory) == 1  # answered with no harness read
 
 
+def test_an_answer_cut_off_by_the_token_limit_is_extracted_not_dumped(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})]),
+        completion('{"thought": "found it", "action": "final_answer", "answer": "She died on \\"20 March 851\\" at T'),
+    ]
+    result = compact_agent(hippo_index, server, inline_read_tokens=400).run("When did Ermengarde of Tours die?")
+    assert result.stop_reason == "answered" and result.answer.startswith('She died on "20 March 851" at T')
+    assert "final_answer" not in result.answer
+
+
 def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Index, server: ScriptedServer) -> None:
     server.replies = [
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"], "top_k": 3})]),

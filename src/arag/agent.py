@@ -412,6 +412,9 @@ class Agent:
                 return [], _as_text(answer), thought, plan
             if isinstance(name, str) and name:
                 return [_Call(name, arguments)], "", thought, plan
+        truncated = _cut_off_answer(turn.content)
+        if truncated is not None:
+            return [], truncated, "", []
         return [], turn.content.strip(), "", []
 
     def _observe(self, messages: list[dict[str, Any]], call: _Call, observation: str) -> None:
@@ -457,6 +460,23 @@ def _as_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         return ""
+
+
+_CUT_OFF_ANSWER = re.compile(r'"action"\s*:\s*"final_answer".*?"answer"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
+
+
+def _cut_off_answer(text: str) -> str | None:
+    """The answer of a final_answer action cut off by the token limit (no closing quote or brace): its text so
+    far, instead of the raw JSON becoming the answer."""
+    match = _CUT_OFF_ANSWER.search(text)
+    if match is None:
+        return None
+    raw = match.group(1)
+    raw = raw[:-1] if raw.endswith("\\") and not raw.endswith("\\\\") else raw  # a cut escape
+    try:
+        return str(json.loads(f'"{raw}"')).strip() + " …"
+    except ValueError:
+        return raw.strip() + " …"
 
 
 def _json_object(text: str) -> Any:

@@ -197,12 +197,14 @@ class Toolkit:
         inline = self.inline_tokens and not self.full_text_results and hits[0].chunk_id not in self.tracker.read_ids
         wanted = [h.row for h in hits] if self.full_text_results else [hits[0].row] if inline else []
         records = self.index.store.chunks(wanted) if wanted else {}
+        shown_in_full = False
         for rank, hit in enumerate(hits, start=1):
             self.tracker.seen_ids.add(hit.chunk_id)
             self._shown.append(hit.chunk_id)
             mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
             record = records.get(hit.row)
             if rank == 1 and inline and record is not None and record.n_tokens <= self.inline_tokens:
+                shown_in_full = True
                 self.tracker.read_ids.add(hit.chunk_id)
                 lines.append(f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}), full text:")
                 lines.append(record.text.strip())
@@ -217,7 +219,13 @@ class Toolkit:
                 lines.append(f"  (+{len(hit.snippets) - 5} more matching sentences)")
         if self.hints and not self.full_text_results:
             unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
-            if unread:
+            if shown_in_full:
+                # pointing at the next hit here made small models read every hit in turn: point at the next hop
+                lines.append(
+                    "Hit 1 is shown in full. If it gives the fact you need, use it; if the question needs another "
+                    "fact (e.g. about a person or place it names), search for that next."
+                )
+            elif unread:
                 lines.append(
                     f"These are only snippets. Read the most promising hit in full: {self.names['chunk_read']} "
                     f'{{"chunk_ids": ["hit {unread[0]}"]}}.'

@@ -688,7 +688,6 @@ class PgWriter:
         from pgvector.psycopg import register_vector
 
         register_vector(self.conn)
-        self.conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
         self._new_shards: list[str] = []
         if create:
             self.conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.location.schema)))
@@ -747,7 +746,10 @@ class PgWriter:
         from psycopg import sql
 
         fmt = self._tables()
-        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(  # at least 1 GB for the HNSW graph; a server configured with more keeps its setting
+            "SELECT set_config('maintenance_work_mem', '1GB', false) "
+            "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')"
+        )
         conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
         if self._ann:
             conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
