@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,16 @@ from arag.store.embedded import EmbeddedStore, GenerationWriter
 
 
 def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) * 1000
+    return float(np.percentile(values, q)) * 1000 if values else float("nan")
+
+
+def print_table(header: list[str], rows: list[dict[str, Any]], float_format: str) -> None:
+    """A markdown table of ``rows`` (dicts) in the ``header`` order, floats formatted with ``float_format``."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        cells = (float_format.format(row[h]) if isinstance(row[h], float) else str(row[h]) for h in header)
+        print("| " + " | ".join(cells) + " |")
 
 
 def disk_size(path: Path) -> int:
@@ -222,10 +232,7 @@ def main() -> None:
         "disk_mb",
         "peak_rss_mb",
     ]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(f"{row[h]:.1f}" if isinstance(row[h], float) else str(row[h]) for h in header) + " |")
+    print_table(header, rows, "{:.1f}")
     if breadth:
         print("\n| scale | probes | recall@10 (chunk id) | recall@10 (same content) | p50 ms | p95 ms |")
         print("|---|---|---|---|---|---|")

@@ -34,12 +34,9 @@ from arag.settings import IndexSettings
 from arag.store import FORMAT_VERSION, DocumentRecord, Manifest
 from arag.store.embedded import EmbeddedStore, GenerationWriter
 from arag.store.postgres import PendingDocument, PgStore, PgWriter
+from bench_index import pct, print_table  # the sibling script: same figures, same tables
 
 QUERY_K = 5
-
-
-def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) * 1000 if values else float("nan")
 
 
 class Copy:
@@ -421,10 +418,7 @@ def main() -> None:
         "exact_same",
         "disk_mb",
     ]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(f"{row[h]:.3g}" if isinstance(row[h], float) else str(row[h]) for h in header) + " |")
+    print_table(header, rows, "{:.3g}")
 
 
 if __name__ == "__main__":

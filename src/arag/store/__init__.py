@@ -123,6 +123,40 @@ class SemanticMatch:
     sentence_scores: np.ndarray
 
 
+def parse_manifest(data: Any, source: str, index: str) -> Manifest:
+    """A manifest read from ``source`` (a file or a table), validated; ``index`` names the index in messages."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from arag.errors import IndexFormatError
+
+    try:
+        manifest = TypeAdapter(Manifest).validate_python(data)
+    except (ValidationError, ValueError, RecursionError) as exc:
+        problem = _validation_summary(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise IndexFormatError(
+            f"{source} is not a valid a-rag manifest ({problem}); re-index the sources with --rebuild"
+        ) from None
+    if not isinstance(manifest.embedder.get("name"), str) or manifest.generation < 1:
+        raise IndexFormatError(
+            f"{source} is not a valid a-rag manifest (no embedder name or no generation); "
+            "re-index the sources with --rebuild"
+        )
+    # version 2 differs only in the approximate-search files (HNSW then): flat version-2 indexes still read
+    if manifest.format_version != FORMAT_VERSION and not (manifest.format_version == 2 and not manifest.ann):
+        raise IndexFormatError(
+            f"{index} has format version {manifest.format_version}; this a-rag reads "
+            f"version {FORMAT_VERSION} (re-index the sources with --rebuild)"
+        )
+    return manifest
+
+
+def _validation_summary(exc: Any) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"]) or "manifest"
+    return f"{where}: {first['msg']}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
 def best_per_chunk(chunk_rows: Iterable[int], scores: Iterable[float]) -> dict[int, float]:
     """Each chunk's best sentence score among the given (chunk row, sentence score) pairs."""
     best: dict[int, float] = {}

@@ -48,6 +48,7 @@ from arag.store import (
     SemanticMatch,
     best_per_chunk,
     ivf,
+    parse_manifest,
 )
 
 MANIFEST = "manifest.json"
@@ -71,35 +72,13 @@ def read_manifest(index_dir: Path) -> Manifest:
     path = index_dir / MANIFEST
     if not path.is_file():
         raise IndexNotFoundError(f"no index at {index_dir} (run: arag index SOURCE... --index {index_dir})")
-    from pydantic import TypeAdapter, ValidationError
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        manifest = TypeAdapter(Manifest).validate_python(data)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        problem = _validation_summary(exc) if isinstance(exc, ValidationError) else str(exc)
         raise IndexFormatError(
-            f"{path} is not a valid a-rag manifest ({problem}); re-index the sources with --rebuild"
+            f"{path} is not a valid a-rag manifest ({exc}); re-index the sources with --rebuild"
         ) from None
-    if not isinstance(manifest.embedder.get("name"), str) or manifest.generation < 1:
-        raise IndexFormatError(
-            f"{path} is not a valid a-rag manifest (no embedder name or no generation); "
-            "re-index the sources with --rebuild"
-        )
-    # version 2 differs only in the approximate-search files (HNSW then): flat version-2 indexes still read
-    if manifest.format_version != FORMAT_VERSION and not (manifest.format_version == 2 and not manifest.ann):
-        raise IndexFormatError(
-            f"index {index_dir} has format version {manifest.format_version}; this a-rag reads "
-            f"version {FORMAT_VERSION} (re-index the sources with --rebuild)"
-        )
-    return manifest
-
-
-def _validation_summary(exc: Exception) -> str:
-    errors = exc.errors()  # type: ignore[attr-defined]
-    first = errors[0]
-    where = ".".join(str(p) for p in first["loc"]) or "manifest"
-    return f"{where}: {first['msg']}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
+    return parse_manifest(data, str(path), f"index {index_dir}")
 
 
 def _acquire_generation(index_dir: Path) -> tuple[Manifest, Path, int]:

@@ -38,12 +38,11 @@ import numpy as np
 from arag.corpus import never_stored
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
 from arag.store import (
-    FORMAT_VERSION,
     ChunkRecord,
     DocumentRecord,
-    FileDigest,
     Manifest,
     SemanticMatch,
+    parse_manifest,
 )
 
 if TYPE_CHECKING:
@@ -123,20 +122,6 @@ def describe(fields: dict[str, Any], index: str | None = None) -> str:
 
 def _message(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
-
-
-def manifest_from_json(body: dict[str, Any], where: str) -> Manifest:
-    try:
-        files = {k: FileDigest(**v) for k, v in (body.get("files") or {}).items()}
-        manifest = Manifest(**{**body, "files": files})
-    except TypeError as exc:
-        raise IndexFormatError(f"the manifest of {where} is not an a-rag manifest: {_message(exc)}") from None
-    if manifest.format_version != FORMAT_VERSION:
-        raise IndexFormatError(
-            f"{where} has format version {manifest.format_version}; this a-rag reads {FORMAT_VERSION} "
-            "(re-index with --rebuild)"
-        )
-    return manifest
 
 
 class _Relations:
@@ -279,14 +264,19 @@ class PgStore:
         if not rows:
             self.close()
             raise IndexNotFoundError(f"no a-rag index at {where} (create one: arag index SOURCES --index URL)")
-        return manifest_from_json(rows[0][0], where)
+        return parse_manifest(rows[0][0], f"the manifest of {where}", f"index {where}")
 
     # ------------------------------------------------------------------ sizes and records
     def _counts(self) -> tuple[int, int]:
-        rows = self._fetch(
-            self._sql("SELECT coalesce(sum(n_chunks), 0), coalesce(sum(n_sentences), 0) FROM {documents}")
+        """From the manifest row, which every ingest rewrites in its own transaction: one local row, where
+        summing the documents would touch every shard (it is asked on each semantic search)."""
+        from psycopg import sql
+
+        query = sql.SQL("SELECT body->'counts'->'chunks', body->'counts'->'sentences' FROM {} WHERE id = 1").format(
+            sql.Identifier(self.location.schema, "manifest")
         )
-        return int(rows[0][0]), int(rows[0][1])
+        rows = self._fetch(query)
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     def _sql(self, text: str) -> sql.Composed:
         from psycopg import sql
@@ -629,7 +619,11 @@ class PgWriter:
             return None
         row = self.conn.execute(sql.SQL("SELECT body FROM {} WHERE id = 1").format(self._ident("manifest"))).fetchone()
         self.conn.commit()
-        return manifest_from_json(row[0], self.location.display) if row else None
+        return (
+            parse_manifest(row[0], f"the manifest of {self.location.display}", f"index {self.location.display}")
+            if row
+            else None
+        )
 
     @property
     def shards(self) -> list[str]:
@@ -893,11 +887,8 @@ class PgWriter:
 
         if self._fresh and not self._distributed:
             self._search_indexes(self.conn)
-        if self._new_shards:
-            manifest.extra = {**manifest.extra, "shards": self._new_shards}
-        elif self.shards:
-            manifest.extra = {**manifest.extra, "shards": self.shards}
-        manifest.extra = {**manifest.extra, "store": "postgresql"}
+        shards = self._new_shards or self.shards
+        manifest.extra = {**manifest.extra, "store": "postgresql", **({"shards": shards} if shards else {})}
         self.conn.execute(
             sql.SQL(
                 "INSERT INTO {} (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body"
