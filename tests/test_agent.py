@@ -332,15 +332,65 @@ def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Inde
     assert result.stop_reason == "answered" and result.answer.startswith("20 March 851")
     nudge = server.requests[2]["messages"][-1]["content"]
     assert nudge.startswith("You answered without reading any chunk in full")
-    # only once: a second answer without reading is accepted
+    # once per search: a second answer from the same search is accepted
     server.replies = [
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"]})]),
         completion("no idea"),
-        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Waldrada"]}, "c3")]),
         completion("still no idea"),
     ]
     again = compact_agent(hippo_index, server).run("q?")
     assert again.stop_reason == "answered" and again.answer == "still no idea"
+
+
+def test_compact_each_search_gets_its_top_hits_read_and_holds_cost_no_tool_step(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),
+        completion("no idea"),
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Crane Wife"], "top_k": 1}, "c2")]),
+        completion("still no idea"),
+        completion("2006 [chunk The Crane Wife#0]"),
+    ]
+    result = compact_agent(hippo_index, server, max_steps=3).run("When was the album of O Valencia! released?")
+    assert [s.tool for s in result.trajectory] == ["keyword_search", "chunk_read", "keyword_search", "chunk_read"]
+    assert [s.thought for s in result.trajectory][1::2] == ["(harness)", "(harness)"]
+    # four model turns within max_steps 3: the held answers did not use up the tool steps
+    assert result.stop_reason == "answered" and result.answer.startswith("2006")
+    assert result.read_chunks == sorted(
+        hit_ids(result.trajectory[0].observation) + hit_ids(result.trajectory[2].observation)
+    )
+
+
+def test_compact_reads_can_only_name_chunks_with_new_text(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=4), json_actions=True)
+
+    def action(name: str, **arguments: object) -> dict[str, object]:
+        return completion(json.dumps({"found": "x", "action": name, "arguments": arguments}))
+
+    server.replies = [
+        action("keyword_search", keywords=["Waldrada"], top_k=2),
+        action("chunk_read", chunk_ids=["hit 1"]),
+        action("chunk_read", chunk_ids=["hit 2"]),
+        completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"})),
+    ]
+    result = agent.run("Who was Waldrada?")
+    first, second = hit_ids(result.trajectory[0].observation)
+
+    def read_enum(request: dict[str, object]) -> list[str] | None:
+        variants = request["response_format"]["json_schema"]["schema"]["anyOf"]  # type: ignore[index]
+        for variant in variants:
+            if variant["properties"]["action"]["enum"] == ["chunk_read"]:
+                return list(variant["properties"]["arguments"]["properties"]["chunk_ids"]["items"]["enum"])
+        return None
+
+    assert read_enum(server.requests[0]) is None  # nothing to read before the first search
+    assert read_enum(server.requests[1]) == ["hit 1", "hit 2"]
+    offered = read_enum(server.requests[2])
+    assert offered is not None and offered[0] == "hit 2" and "hit 1" not in offered and first not in offered
+    assert all(ref not in (read_enum(server.requests[3]) or []) for ref in ("hit 1", "hit 2", first, second))
+    assert result.read_chunks == sorted([first, second])
 
 
 def test_compact_repeated_call_reads_the_best_unread_hit(hippo_index: Index, server: ScriptedServer) -> None:
@@ -401,3 +451,85 @@ def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, ser
     held = server.requests[3]["messages"][-1]["content"]
     assert held.startswith('You answered "Ermengarde of Tours" after 1 search(es), but your plan was: 1. who was')
     assert "plan" not in json.dumps(server.requests[1]["response_format"])  # only the first action plans
+
+
+def test_compact_actions_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=4), json_actions=True)
+    server.replies = [
+        completion(
+            json.dumps(
+                {
+                    "plan": ["when did Ermengarde of Tours die"],
+                    "found": "nothing yet",
+                    "action": "keyword_search",
+                    "arguments": {"keywords": ["Ermengarde"]},
+                }
+            )
+        ),
+        completion(json.dumps({"found": "snippet", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}})),
+        completion(
+            json.dumps({"found": "She died on 20 March 851.", "action": "final_answer", "answer": "20 March 851"})
+        ),
+    ]
+    result = agent.run("When did Ermengarde of Tours die?")
+    assert result.stop_reason == "answered" and result.answer == "20 March 851"
+    assert [s.thought for s in result.trajectory] == ["nothing yet", "snippet"]  # recorded as the step's thought
+    for request in server.requests:
+        for variant in request["response_format"]["json_schema"]["schema"]["anyOf"]:
+            assert "found" in variant["required"] and "thought" not in variant["properties"]
+            assert variant["properties"]["found"]["minLength"] >= 1  # an empty note is not a note
+    assert '"found" is what the text you have read so far says' in server.requests[0]["messages"][0]["content"]
+
+
+def brute_force_focus(index: Index, chunk_id: str, question: str, budget: int) -> list[str]:
+    """The focused read's sentences by its definition: the first, then by cosine with the question while the
+    token budget allows, in document order."""
+    from arag.chunking import count_tokens
+
+    record = index.read([chunk_id])[0][0]
+    sentences = index.sentences(record)
+    query = index.embedder.embed_query(question)
+    cosines = [float(index.embedder.embed_documents([s])[0] @ query) for s in sentences]
+    chosen, used = {0}, count_tokens(sentences[0])
+    for i in sorted(range(1, len(sentences)), key=lambda i: (-cosines[i], i)):
+        if used + count_tokens(sentences[i]) <= budget:
+            chosen.add(i)
+            used += count_tokens(sentences[i])
+    return [sentences[i] for i in sorted(chosen)]
+
+
+@pytest.mark.parametrize("budget", [20, 35, 50])
+def test_compact_focused_read_shows_the_lead_and_the_sentences_closest_to_the_question(
+    hippo_index: Index, server: ScriptedServer, budget: int
+) -> None:
+    question = "Where did Ermengarde of Tours marry Lothair I in October 821?"
+    record = hippo_index.read(["Ermengarde of Tours#0"])[0][0]
+    sentences = hippo_index.sentences(record)
+    expected = brute_force_focus(hippo_index, "Ermengarde of Tours#0", question, budget)
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}, "c2")]),
+        completion("Thionville [chunk Ermengarde of Tours#0]"),
+    ]
+    result = compact_agent(hippo_index, server, focused_read_tokens=budget).run(question)
+    observation = result.trajectory[1].observation
+    assert len(sentences) > len(expected) >= 1  # the budget really cuts this chunk
+    assert f"{len(expected)} of {len(sentences)} sentences" in observation
+    assert all(" ".join(s.split()) in observation for s in expected)
+    assert not any(" ".join(s.split()) in observation for s in sentences if s not in expected)
+    assert "[…]" in observation and result.read_chunks == ["Ermengarde of Tours#0"]
+
+
+def test_focused_read_is_off_in_the_paper_profile_and_for_short_chunks(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    record = hippo_index.read(["Ermengarde of Tours#0"])[0][0]
+    for agent, budget in ((make_agent(hippo_index, server, focused_read_tokens=20), 20), (None, 10_000)):
+        server.replies = [
+            completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})]),
+            completion("Thionville [chunk Ermengarde of Tours#0]"),
+        ]
+        agent = agent or compact_agent(hippo_index, server, focused_read_tokens=budget)
+        result = agent.run("Where did Ermengarde of Tours marry?")
+        assert record.text.strip() in result.trajectory[0].observation and "[…]" not in result.trajectory[0].observation

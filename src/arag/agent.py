@@ -19,6 +19,7 @@ from arag.tools import Toolkit, ToolResult, parse_arguments
 STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "cancelled", "error")
 MAX_QUESTION_CHARS = 20_000
 _JSON_CANDIDATES = 4  # tagged or fenced blocks tried per reply: enough for real replies, linear for hostile ones
+COMPACT_SNIPPETS, COMPACT_SNIPPET_CHARS = 2, 240
 _CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
 
 
@@ -69,7 +70,7 @@ FINAL_PAPER = "Stop searching now. Answer the question from what you have gather
 FINAL_COMPACT = (
     "Stop searching now. Give the final answer in a few words (a name, a date, a number, or yes/no), then the "
     "ids of the chunks it comes from, like: Paris [chunk Paris#0]. Do not describe the chunks. If the text "
-    "above does not contain the answer, give your best guess."
+    'above does not contain the answer, give your best guess, never "nothing yet" or "unknown".'
 )
 READ_BEFORE_ANSWER = (
     "You answered without reading any chunk in full, and snippets often miss the answer. The best hits are "
@@ -78,10 +79,12 @@ READ_BEFORE_ANSWER = (
 REPEATED = "You already made this exact call; its result is above."
 PLAN_NOT_DONE = (
     'You answered "{answer}" after {done} search(es), but your plan was: {steps}. If that is only an intermediate '
-    "fact, continue with step {next}: search for what the question finally asks, using what you found. If it "
-    "already answers the whole question, give the same final answer again."
+    'fact, continue with step {next} ("{next_step}"): keyword_search for the name you found in the text you read. '
+    "If it already answers the whole question, give the same final answer again."
 )
 
+
+FOUND_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 400}
 
 PLAN_SCHEMA = {
     "type": "array",
@@ -92,36 +95,60 @@ PLAN_SCHEMA = {
 }
 
 
-def action_schema(toolkit: Toolkit | None, allow_answer: bool = True, plan: bool = False) -> dict[str, Any]:
+def action_schema(
+    toolkit: Toolkit | None,
+    allow_answer: bool = True,
+    plan: bool = False,
+    notes: bool = False,
+    readable: list[str] | None = None,
+) -> dict[str, Any]:
     """JSON schema whose variants are the enabled tools plus final_answer (for response_format); with ``plan``,
-    the action starts with the plan of searches (the compact profile's first action)."""
+    the action starts with the plan of searches (the compact profile's first action); with ``notes``, the
+    free "thought" becomes "found": what the text read so far says (a small model left "thought" empty and
+    read hit after hit past the answer; a field it must fill makes it state the facts before acting); with
+    ``readable``, chunk_read may only name those references (none: no read)."""
     planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if plan else {}
-    variants = [
-        {
-            "type": "object",
-            "properties": {
-                **planned,
-                "thought": {"type": "string"},
-                "action": {"type": "string", "enum": [s["function"]["name"]]},
-                "arguments": s["function"]["parameters"],
-            },
-            "required": [*planned, "thought", "action", "arguments"],
-            "additionalProperties": False,
-        }
-        for s in (toolkit.schemas() if toolkit else [])
-        # the first action must be a search: there is nothing to read or answer from yet
-        if allow_answer or s["function"]["name"] != toolkit.names["chunk_read"] or len(toolkit.enabled) == 1  # type: ignore[union-attr]
-    ]
+    note = {"found": FOUND_SCHEMA} if notes else {"thought": {"type": "string"}}
+    variants = []
+    for schema in toolkit.schemas() if toolkit else []:
+        name, parameters = schema["function"]["name"], schema["function"]["parameters"]
+        if toolkit is not None and name == toolkit.names["chunk_read"] and len(toolkit.enabled) > 1:
+            if not allow_answer:
+                continue  # the first action must be a search: there is nothing to read or answer from yet
+            if readable is not None:
+                if not readable:
+                    continue  # everything shown was read: a search or the answer is the only progress
+                # a read can only name chunks that would show new text, so a repeated read cannot happen
+                items = {"type": "string", "enum": readable}
+                parameters = {
+                    "type": "object",
+                    "properties": {"chunk_ids": {"type": "array", "items": items, "minItems": 1, "maxItems": 3}},
+                    "required": ["chunk_ids"],
+                    "additionalProperties": False,
+                }
+        variants.append(
+            {
+                "type": "object",
+                "properties": {
+                    **planned,
+                    **note,
+                    "action": {"type": "string", "enum": [name]},
+                    "arguments": parameters,
+                },
+                "required": [*planned, *note, "action", "arguments"],
+                "additionalProperties": False,
+            }
+        )
     if allow_answer:
         variants.append(
             {
                 "type": "object",
                 "properties": {
-                    "thought": {"type": "string"},
+                    **note,
                     "action": {"type": "string", "enum": ["final_answer"]},
                     "answer": {"type": "string"},
                 },
-                "required": ["thought", "action", "answer"],
+                "required": [*note, "action", "answer"],
                 "additionalProperties": False,
             }
         )
@@ -137,7 +164,7 @@ class _Guidance:
 
     plan: list[str] = field(default_factory=list)  # the searches the model planned in its first action
     searches: int = 0  # searches made so far
-    read_nudged: bool = False
+    read_nudged: set[int] = field(default_factory=set)  # searches (by number) whose hits were read for the model
     plan_nudged: bool = False
 
 
@@ -172,10 +199,20 @@ class Agent:
         started = time.perf_counter()
         deadline = time.monotonic() + self.settings.time_budget_s
         names = {str(k): v for k, v in self.settings.tool_names.items()}
-        inline = self.settings.inline_read_tokens if self.compact else 0
+        compact = self.compact
         toolkit = Toolkit(
-            self.index, enabled=self.settings.tools, names=names, hints=self.compact, inline_tokens=inline
+            self.index,
+            enabled=self.settings.tools,
+            names=names,
+            hints=compact,
+            inline_tokens=self.settings.inline_read_tokens if compact else 0,
+            # a small model's prompt grows by every observation: shorter search results and focused reads
+            # keep a question within a few thousand tokens (measured on 2 cores: ~40 prompt tokens/s)
+            snippets_per_hit=COMPACT_SNIPPETS if compact else 5,
+            snippet_chars=COMPACT_SNIPPET_CHARS if compact else 400,
+            focus_tokens=self.settings.focused_read_tokens if compact else 0,
         )
+        toolkit.focus_query = question
         usage, trajectory = Usage(), list[Step]()
         model_calls: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = [
@@ -183,8 +220,9 @@ class Agent:
             {"role": "user", "content": f"Question: {question}"},
         ]
         answer, stop, error, stalls, done, guide = "", "max_steps", None, 0, set(), _Guidance()
+        step = -1
         try:
-            for step in range(self.settings.max_steps):
+            while (step := step + 1) < self.settings.max_steps:
                 if self.cancelled and self.cancelled():
                     stop = "cancelled"
                     break
@@ -195,6 +233,7 @@ class Agent:
                 calls, answer, thought, plan = self._parse(turn)
                 guide.plan = guide.plan or plan
                 if not calls and answer and self._hold_answer(answer, guide, toolkit, messages, trajectory):
+                    step -= 1  # a held answer costs no tool step (each kind of hold is bounded, see _hold_answer)
                     continue
                 if not calls and answer:
                     stop = "answered"
@@ -280,14 +319,17 @@ class Agent:
         messages: list[dict[str, Any]],
         trajectory: list[Step],
     ) -> bool:
-        """The compact profile's checks on an answer, each at most once per question: answered from snippets
-        alone (the top hits are read for the model), or before the plan's searches were made (a multi-hop
-        question answered with its first hop). True: the answer was held back and the loop goes on."""
+        """The compact profile's checks on an answer: answered from a search's snippets with its top hit unread
+        (the top hits are read for the model; once per search), or before the plan's searches were made (a
+        multi-hop question answered with its first hop; once per question). True: the answer was held back
+        and the loop goes on."""
         if not self.compact:
             return False
         unread = self._unread_hits(toolkit)
-        if not guide.read_nudged and unread and unread == toolkit.last_hits:
-            guide.read_nudged = True
+        from_snippets = bool(trajectory) and trajectory[-1].tool != toolkit.names["chunk_read"]
+        top_unread = bool(unread) and unread[0] == toolkit.last_hits[0]
+        if from_snippets and top_unread and guide.searches not in guide.read_nudged:
+            guide.read_nudged.add(guide.searches)
             self._harness_read(toolkit, unread[:2], READ_BEFORE_ANSWER, messages, trajectory)
             return True
         if not guide.plan_nudged and len(guide.plan) > guide.searches:
@@ -297,7 +339,11 @@ class Agent:
                 {
                     "role": "user",
                     "content": PLAN_NOT_DONE.format(
-                        answer=answer[:200], steps=steps, done=guide.searches, next=guide.searches + 1
+                        answer=answer[:200],
+                        steps=steps,
+                        done=guide.searches,
+                        next=guide.searches + 1,
+                        next_step=guide.plan[guide.searches],
                     ),
                 }
             )
@@ -339,16 +385,27 @@ class Agent:
                     f"{name}: {prop.get('type', 'any')}" for name, prop in fn["parameters"]["properties"].items()
                 )
                 text += f"\n- {fn['name']}({params}): {fn['description']}"
+            note = "found" if self.compact else "thought"
             text += (
-                '\n\nReply with one JSON object per turn, either a tool call {"thought": "...", "action": "<tool>", '
-                '"arguments": {...}} or the answer {"thought": "...", "action": "final_answer", "answer": "..."}.'
-                '\nExample for the question "Where was the author of Hamlet born?": {"thought": "First find who '
-                'wrote Hamlet.", "action": "keyword_search", "arguments": {"keywords": ["Hamlet"], "top_k": 5}}'
+                f'\n\nReply with one JSON object per turn, either a tool call {{"{note}": "...", "action": "<tool>", '
+                f'"arguments": {{...}}}} or the answer {{"{note}": "...", "action": "final_answer", "answer": "..."}}.'
             )
             if self.compact:
                 text += (
-                    '\nYour first reply starts with your plan, one search per fact to find: {"plan": ["who wrote '
-                    'Hamlet", "where was that author born"], "thought": "...", "action": "keyword_search", ...}'
+                    '\n"found" is what the text you have read so far says that helps answer the question, in one '
+                    'sentence ("nothing yet" at first). When it holds the answer, give the final answer.'
+                    "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
+                    '"Where was the author of Hamlet born?": {"plan": ["who wrote Hamlet", "where was that author '
+                    'born"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": '
+                    '["Hamlet"], "top_k": 5}}. Later: {"found": "Hamlet was written by William Shakespeare.", '
+                    '"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"], "top_k": 5}}'
+                    '\nA comparison needs one search per item: for "Who was born first, Ann Lee or Bo Chan?" the plan '
+                    'is ["birth date of Ann Lee", "birth date of Bo Chan"].'
+                )
+            else:
+                text += (
+                    '\nExample for the question "Where was the author of Hamlet born?": {"thought": "First find who '
+                    'wrote Hamlet.", "action": "keyword_search", "arguments": {"keywords": ["Hamlet"], "top_k": 5}}'
                 )
         return text
 
@@ -367,7 +424,13 @@ class Agent:
             self.on_model_call(len(model_calls))
         if self.json_actions:
             # A small model answers from memory unless its first action must be a retrieval.
-            fmt = action_schema(None if final else toolkit, allow_answer=not first, plan=first and self.compact)
+            fmt = action_schema(
+                None if final else toolkit,
+                allow_answer=not first,
+                plan=first and self.compact,
+                notes=self.compact,
+                readable=toolkit.readable() if self.compact else None,
+            )
             turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:
             turn = self.model.complete(
@@ -401,7 +464,7 @@ class Agent:
         data = _json_object(turn.content)
         if isinstance(data, dict):
             name = data.get("action") or data.get("name") or data.get("tool")
-            thought = _as_text(data.get("thought", ""))
+            thought = _as_text(data.get("thought", data.get("found", "")))
             raw_plan = data.get("plan")
             plan = [_as_text(p) for p in raw_plan[:3] if _as_text(p).strip()] if isinstance(raw_plan, list) else []
             arguments = data.get("arguments", data.get("parameters", data.get("action_input", {})))

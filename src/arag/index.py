@@ -143,6 +143,10 @@ class Index:
             hits.append(SearchHit(record.chunk_id, match.score, snippets, match.row))
         return hits
 
+    def sentences(self, record: ChunkRecord) -> list[str]:
+        """A chunk's sentences, as indexed."""
+        return [record.text[start:end].strip() for start, end in self._spans(record)]
+
     def _spans(self, record: ChunkRecord) -> list[tuple[int, int]]:
         return list(record.spans) if record.spans is not None else self.store.sentence_spans(record.row)
 

@@ -125,6 +125,13 @@ class AgentSettings(BaseModel):
         description="Compact profile: a search's top hit is shown in full (and counts as read) when it has at most "
         "this many tokens, saving a small model a read step; 0 = off (the paper: snippets only).",
     )
+    focused_read_tokens: int = Field(
+        250,
+        ge=0,
+        le=100_000,
+        description="Compact profile: chunk_read shows a chunk longer than this many tokens as its first sentence "
+        "plus the sentences closest to the question, within this many tokens; 0 = full text (the paper).",
+    )
     tools: list[ToolName] = Field(
         default_factory=lambda: list(TOOL_NAMES),
         description="Enabled tools.",

@@ -23,6 +23,7 @@ from pydantic import ValidationError, create_model
 
 from arag.chunking import count_tokens
 from arag.index import Index, SearchHit
+from arag.store import ChunkRecord
 
 MAX_TOP_K = 20
 MAX_KEYWORDS = 10
@@ -74,6 +75,9 @@ class Toolkit:
         names: dict[str, str] | None = None,
         hints: bool = False,
         inline_tokens: int = 0,
+        snippets_per_hit: int = 5,
+        snippet_chars: int = 400,
+        focus_tokens: int = 0,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -91,10 +95,17 @@ class Toolkit:
         self.full_text_results = "chunk_read" not in self.enabled
         self._shown: list[str] = []  # chunk ids whose content the current call returns
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        self.offered: dict[str, None] = {}  # every chunk id shown as a hit or a neighbour, in order shown
         self.hints = hints  # end search results with how to read a hit (helps small models)
         # a search's top hit is shown in full (and counts as read) when it has at most this many tokens: a short
         # passage costs less context than the read step it saves a small model
         self.inline_tokens = inline_tokens
+        self.snippets_per_hit, self.snippet_chars = snippets_per_hit, snippet_chars
+        # a read of a chunk longer than this shows its lead sentence and the sentences closest to focus_query
+        # (the question), within this many tokens: a small model finds the fact in 250 tokens, not in 1000
+        self.focus_tokens = focus_tokens
+        self.focus_query = ""
+        self._focus_vector: tuple[str, Any] | None = None
 
     # ------------------------------------------------------------------ the tools
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
@@ -157,16 +168,59 @@ class Toolkit:
                 parts.append(f"[chunk {chunk_id}] not found: no chunk has this id; use ids from search results.")
                 continue
             neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
+            self.offered.update((n, None) for n in (record.prev_id, record.next_id) if n)
             if chunk_id in self.tracker.read_ids:
                 parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated ({neighbours}).")
                 continue
             self.tracker.read_ids.add(chunk_id)
             self.tracker.seen_ids.add(chunk_id)
             self._shown.append(chunk_id)
+            if self.focus_tokens and self.focus_query and record.n_tokens > self.focus_tokens:
+                shown, total, text = self._focused(record)
+                if shown < total:
+                    parts.append(
+                        f"[chunk {chunk_id}] ({neighbours}; {shown} of {total} sentences: the first and those "
+                        f"closest to the question)\n{text}"
+                    )
+                    continue
             parts.append(f"[chunk {chunk_id}] ({neighbours})\n{record.text.strip()}")
         return notes + "\n\n".join(parts)
 
     # ------------------------------------------------------------------ helpers
+    def readable(self, limit: int = 20) -> list[str]:
+        """What a read may name that would show new text: the latest search's unread hits as "hit N", then
+        other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar)."""
+        read = self.tracker.read_ids
+        refs = [f"hit {i}" for i, c in enumerate(self.last_hits, start=1) if c not in read]
+        refs += [c for c in self.offered if c not in read and c not in self.last_hits]
+        return refs[:limit]
+
+    def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
+        """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
+        cosine with the question while they fit in ``focus_tokens``, in document order, gaps marked "[…]"."""
+        sentences = self.index.sentences(record)
+        if len(sentences) < 2:
+            return len(sentences), len(sentences), record.text.strip()
+        if self._focus_vector is None or self._focus_vector[0] != self.focus_query:
+            self._focus_vector = (self.focus_query, self.index.embedder.embed_query(self.focus_query))
+        scores = self.index.embedder.embed_documents(sentences[1:]) @ self._focus_vector[1]
+        chosen, used = [0], count_tokens(sentences[0], self.encoding)
+        for i in sorted(range(1, len(sentences)), key=lambda i: (-float(scores[i - 1]), i)):
+            cost = count_tokens(sentences[i], self.encoding)
+            if used + cost <= self.focus_tokens:
+                chosen.append(i)
+                used += cost
+        chosen.sort()
+        pieces, previous = [], -1
+        for i in chosen:
+            if i != previous + 1:
+                pieces.append("[…]")
+            pieces.append(" ".join(sentences[i].split()))
+            previous = i
+        if previous != len(sentences) - 1:
+            pieces.append("[…]")
+        return len(chosen), len(sentences), " ".join(pieces)
+
     def _check_keywords(self, keywords: list[str]) -> tuple[list[str], str]:
         notes = ""
         if len(keywords) > MAX_KEYWORDS:
@@ -200,6 +254,7 @@ class Toolkit:
         shown_in_full = False
         for rank, hit in enumerate(hits, start=1):
             self.tracker.seen_ids.add(hit.chunk_id)
+            self.offered[hit.chunk_id] = None
             self._shown.append(hit.chunk_id)
             mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
             record = records.get(hit.row)
@@ -213,10 +268,10 @@ class Toolkit:
             if self.full_text_results and record is not None:
                 lines.append(record.text.strip())
                 continue
-            for snippet in hit.snippets[:5]:
-                lines.append(f"  - {_shorten(snippet)}")
-            if len(hit.snippets) > 5:
-                lines.append(f"  (+{len(hit.snippets) - 5} more matching sentences)")
+            for snippet in hit.snippets[: self.snippets_per_hit]:
+                lines.append(f"  - {_shorten(snippet, self.snippet_chars)}")
+            if len(hit.snippets) > self.snippets_per_hit:
+                lines.append(f"  (+{len(hit.snippets) - self.snippets_per_hit} more matching sentences)")
         if self.hints and not self.full_text_results:
             unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
             if shown_in_full:

@@ -138,6 +138,7 @@ class AgentMethod(Method):
                     "observation": s.observation,
                     "retrieved_tokens": s.retrieved_tokens,
                     "latency_s": s.latency_s,
+                    "thought": s.thought,
                 }
                 for s in result.trajectory
             ],
