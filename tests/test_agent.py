@@ -533,3 +533,99 @@ def test_focused_read_is_off_in_the_paper_profile_and_for_short_chunks(
         agent = agent or compact_agent(hippo_index, server, focused_read_tokens=budget)
         result = agent.run("Where did Ermengarde of Tours marry?")
         assert record.text.strip() in result.trajectory[0].observation and "[…]" not in result.trajectory[0].observation
+
+
+def test_a_focused_read_falls_back_to_the_full_text_when_embedding_fails(
+    hippo_index: Index, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arag.errors import EmbedderError
+
+    def failing(*_args: object, **_kwargs: object) -> None:
+        raise EmbedderError("the embedding endpoint is down")
+
+    monkeypatch.setattr(hippo_index.embedder, "embed_query", failing)
+    record = hippo_index.read(["Ermengarde of Tours#0"])[0][0]
+    server.replies = [
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})]),
+        completion("Thionville [chunk Ermengarde of Tours#0]"),
+    ]
+    result = compact_agent(hippo_index, server, focused_read_tokens=20).run("Where did Ermengarde of Tours marry?")
+    assert record.text.strip() in result.trajectory[0].observation and result.stop_reason == "answered"
+
+
+@pytest.mark.parametrize(
+    ("question", "options"),
+    [
+        ("Which film came out first, Blue Lake or Red Sky?", ["Blue Lake", "Red Sky"]),
+        ("Who died later,  Hucbert  or Lothair II ?", ["Hucbert", "Lothair II"]),
+        ("Was Jamie Curry or Alyaksey Vasilewski born first?", []),  # no comma: the options are not certain
+        ("Which is older, a or b or c?", []),
+        ("Who was the mother of Lothair II?", []),
+        ("Which one, X or x?", []),
+    ],
+)
+def test_either_or_questions_and_their_options(question: str, options: list[str]) -> None:
+    from arag.agent import choice_options
+
+    assert choice_options(question) == options
+
+
+def test_compact_answer_to_an_either_or_question_is_one_of_the_options(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    question = "Who died first, Hucbert or Lothair II?"
+    server.replies = [
+        completion(
+            json.dumps(
+                {"plan": ["p"], "found": "f", "action": "keyword_search", "arguments": {"keywords": ["Hucbert"]}}
+            )
+        ),
+        completion(json.dumps({"found": "f", "action": "final_answer", "answer": "Hucbert"})),
+    ]
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True).run(question)
+    assert result.answer == "Hucbert"
+
+    def answer_schemas(request: dict[str, object]) -> list[object]:
+        variants = request["response_format"]["json_schema"]["schema"]["anyOf"]  # type: ignore[index]
+        return [v["properties"]["answer"] for v in variants if "answer" in v["properties"]]
+
+    assert answer_schemas(server.requests[1]) == [{"type": "string", "enum": ["Hucbert", "Lothair II"]}]
+    server.replies = [
+        completion(
+            json.dumps(
+                {"plan": ["p"], "found": "f", "action": "keyword_search", "arguments": {"keywords": ["Hucbert"]}}
+            )
+        ),
+        completion(json.dumps({"found": "f", "action": "final_answer", "answer": "Hucbert"})),
+    ]
+    Agent(hippo_index, model, AgentSettings(max_steps=3, choice_answers=False), json_actions=True).run(question)
+    assert answer_schemas(server.requests[-1]) == [{"type": "string"}]
+
+
+def test_compact_either_or_answer_with_one_option_unread_is_held_once(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion("Hucbert [chunk Hucbert#0]"),
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Anne of Kiev"], "top_k": 1}, "c3")]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c4")]),
+        completion("Hucbert [chunk Hucbert#0] [chunk Anne of Kiev#0]"),
+    ]
+    result = compact_agent(hippo_index, server, max_steps=5).run("Who died first, Hucbert or Anne of Kiev?")
+    held = server.requests[3]["messages"][-1]["content"]
+    assert held.startswith(
+        'You answered "Hucbert [chunk Hucbert#0]", but nothing you have read is about "Anne of Kiev"'
+    )
+    assert result.stop_reason == "answered" and result.read_chunks == ["Anne of Kiev#0", "Hucbert#0"]
+    # once per question: the same answer again with an option still unread is accepted
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion("Hucbert"),
+        completion("Hucbert"),
+    ]
+    again = compact_agent(hippo_index, server, max_steps=4).run("Who died first, Hucbert or Anne of Kiev?")
+    assert again.stop_reason == "answered" and again.answer == "Hucbert" and len(server.requests) == 10

@@ -84,6 +84,11 @@ PLAN_NOT_DONE = (
 )
 
 
+OPTION_NOT_READ = (
+    'You answered "{answer}", but nothing you have read is about "{option}". To compare, you need the same fact '
+    'about both: keyword_search for "{option}" and read its hit, then answer.'
+)
+
 FOUND_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 400}
 
 PLAN_SCHEMA = {
@@ -101,12 +106,14 @@ def action_schema(
     plan: bool = False,
     notes: bool = False,
     readable: list[str] | None = None,
+    options: list[str] | None = None,
 ) -> dict[str, Any]:
     """JSON schema whose variants are the enabled tools plus final_answer (for response_format); with ``plan``,
     the action starts with the plan of searches (the compact profile's first action); with ``notes``, the
     free "thought" becomes "found": what the text read so far says (a small model left "thought" empty and
     read hit after hit past the answer; a field it must fill makes it state the facts before acting); with
-    ``readable``, chunk_read may only name those references (none: no read)."""
+    ``readable``, chunk_read may only name those references (none: no read); with ``options`` (an
+    either-or question), the answer is one of them."""
     planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if plan else {}
     note = {"found": FOUND_SCHEMA} if notes else {"thought": {"type": "string"}}
     variants = []
@@ -146,7 +153,7 @@ def action_schema(
                 "properties": {
                     **note,
                     "action": {"type": "string", "enum": ["final_answer"]},
-                    "answer": {"type": "string"},
+                    "answer": {"type": "string", "enum": options} if options else {"type": "string"},
                 },
                 "required": [*note, "action", "answer"],
                 "additionalProperties": False,
@@ -166,6 +173,8 @@ class _Guidance:
     searches: int = 0  # searches made so far
     read_nudged: set[int] = field(default_factory=set)  # searches (by number) whose hits were read for the model
     plan_nudged: bool = False
+    options: list[str] = field(default_factory=list)  # an either-or question's two options
+    options_nudged: bool = False
 
 
 @dataclass
@@ -219,7 +228,8 @@ class Agent:
             {"role": "system", "content": self._system(toolkit)},
             {"role": "user", "content": f"Question: {question}"},
         ]
-        answer, stop, error, stalls, done, guide = "", "max_steps", None, 0, set(), _Guidance()
+        answer, stop, error, stalls, done = "", "max_steps", None, 0, set()
+        guide = _Guidance(options=choice_options(question) if self.settings.choice_answers else [])
         step = -1
         try:
             while (step := step + 1) < self.settings.max_steps:
@@ -229,7 +239,7 @@ class Agent:
                 if usage.total_tokens >= self.settings.token_budget:
                     stop = "token_budget"
                     break
-                turn = self._ask(messages, toolkit, usage, model_calls, deadline, final=False, first=step == 0)
+                turn = self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=False, first=step == 0)
                 calls, answer, thought, plan = self._parse(turn)
                 guide.plan = guide.plan or plan
                 if not calls and answer and self._hold_answer(answer, guide, toolkit, messages, trajectory):
@@ -282,7 +292,7 @@ class Agent:
                 )
             if stop not in ("answered", "cancelled"):
                 messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
-                answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, final=True))[1]
+                answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=True))[1]
         except TimeBudgetExceeded as exc:
             stop, error = "time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)"
         except LLMError as exc:
@@ -321,8 +331,9 @@ class Agent:
     ) -> bool:
         """The compact profile's checks on an answer: answered from a search's snippets with its top hit unread
         (the top hits are read for the model; once per search), or before the plan's searches were made (a
-        multi-hop question answered with its first hop; once per question). True: the answer was held back
-        and the loop goes on."""
+        multi-hop question answered with its first hop; once per question), or an either-or question answered
+        with nothing read about one of its options (once per question). True: the answer was held back and
+        the loop goes on."""
         if not self.compact:
             return False
         unread = self._unread_hits(toolkit)
@@ -348,6 +359,16 @@ class Agent:
                 }
             )
             return True
+        if guide.options and not guide.options_nudged and "chunk_read" in toolkit.enabled:
+            records, _ = self.index.read(sorted(toolkit.tracker.read_ids))
+            read_text = " ".join(" ".join(r.text.lower().split()) for r in records)
+            missing = [option for option in guide.options if option.lower() not in read_text]
+            if missing:
+                guide.options_nudged = True
+                messages.append(
+                    {"role": "user", "content": OPTION_NOT_READ.format(answer=answer[:200], option=missing[0])}
+                )
+                return True
         return False
 
     def _repeated(self, call: _Call, toolkit: Toolkit) -> ToolResult:
@@ -416,6 +437,7 @@ class Agent:
         usage: Usage,
         model_calls: list[dict[str, Any]],
         deadline: float,
+        guide: _Guidance,
         final: bool,
         first: bool = False,
     ) -> ChatTurn:
@@ -430,6 +452,9 @@ class Agent:
                 plan=first and self.compact,
                 notes=self.compact,
                 readable=toolkit.readable() if self.compact else None,
+                options=choice_options(messages[1]["content"])
+                if self.compact and self.settings.choice_answers
+                else None,
             )
             turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:
@@ -502,6 +527,22 @@ def _safe_args(arguments: Any) -> dict[str, Any]:
         return parse_arguments(arguments)
     except Exception:
         return {"_raw": str(arguments)}
+
+
+# "Which film came out first, Blue Lake or Red Sky?": the options follow the question's last comma
+_CHOICE = re.compile(r",\s*([^,?]{1,150}?)\s+or\s+([^,?]{1,150}?)\s*\?\s*$", re.I)
+
+
+def choice_options(question: str) -> list[str]:
+    """The two options of an either-or question ("…, A or B?"), else none. A small model that reasoned its way
+    to a sentence about one item often never names an option; with constrained decoding it must pick one."""
+    match = _CHOICE.search(question.removeprefix("Question:").strip())
+    if match is None:
+        return []
+    first, second = (" ".join(g.split()) for g in match.groups())
+    if first.lower() == second.lower() or " or " in f" {first.lower()} {second.lower()} ":
+        return []
+    return [first, second]
 
 
 def check_question(question: str) -> str:

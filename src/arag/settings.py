@@ -125,6 +125,11 @@ class AgentSettings(BaseModel):
         description="Compact profile: a search's top hit is shown in full (and counts as read) when it has at most "
         "this many tokens, saving a small model a read step; 0 = off (the paper: snippets only).",
     )
+    choice_answers: bool = Field(
+        True,
+        description="Compact profile with JSON actions: the answer to an either-or question ('…, A or B?') must be "
+        "one of the two options (constrained decoding).",
+    )
     focused_read_tokens: int = Field(
         250,
         ge=0,

@@ -22,6 +22,7 @@ from typing import Any, get_type_hints
 from pydantic import ValidationError, create_model
 
 from arag.chunking import count_tokens
+from arag.errors import ARagError
 from arag.index import Index, SearchHit
 from arag.store import ChunkRecord
 
@@ -176,7 +177,10 @@ class Toolkit:
             self.tracker.seen_ids.add(chunk_id)
             self._shown.append(chunk_id)
             if self.focus_tokens and self.focus_query and record.n_tokens > self.focus_tokens:
-                shown, total, text = self._focused(record)
+                try:
+                    shown, total, text = self._focused(record)
+                except ARagError:  # an embedding endpoint that fails costs the focus, not the read
+                    shown = total = 0
                 if shown < total:
                     parts.append(
                         f"[chunk {chunk_id}] ({neighbours}; {shown} of {total} sentences: the first and those "
