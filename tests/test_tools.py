@@ -136,3 +136,30 @@ def test_a_short_top_hit_is_shown_in_full_and_counts_as_read(hippo_index: Index)
     assert text not in plain.observation and "full text" not in plain.observation
     too_long = Toolkit(hippo_index, inline_tokens=1).call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})
     assert "full text" not in too_long.observation
+
+
+@pytest.mark.parametrize(
+    ("keyword", "head"),
+    [
+        ("Lothair II's mother", "Lothair II"),
+        ("Waldrada’s relationship with the Pope", "Waldrada"),
+        ("The Crane Wife tracklist", "The Crane Wife"),
+    ],
+)
+def test_compact_search_that_matches_nothing_shows_what_the_keywords_head_finds(
+    hippo_index: Index, keyword: str, head: str
+) -> None:
+    assert hippo_index.keyword_search([keyword], 5) == []  # the premise: the whole keyword matches nothing
+    compact = Toolkit(hippo_index, hints=True).call("keyword_search", {"keywords": [keyword], "top_k": 3})
+    assert (
+        f'no chunk contains these keywords. Results for shorter keywords that match, ["{head}"]' in compact.observation
+    )
+    expected = [h.chunk_id for h in hippo_index.keyword_search([head], 3)]
+    assert expected and compact.chunk_ids == expected
+    paper = Toolkit(hippo_index).call("keyword_search", {"keywords": [keyword], "top_k": 3})
+    assert "no matching chunks" in paper.observation and paper.chunk_ids == []  # the paper's tool is exact
+
+
+def test_compact_search_with_no_matching_head_says_so(hippo_index: Index) -> None:
+    result = Toolkit(hippo_index, hints=True).call("keyword_search", {"keywords": ["Zyxwv Qqqq's tower"]})
+    assert "no matching chunks" in result.observation and result.chunk_ids == []

@@ -33,6 +33,7 @@ MAX_ARGUMENT_CHARS = 500
 MAX_QUERY_CHARS = 2000
 MAX_ARGUMENTS_JSON = 100_000  # a tool call's arguments as JSON text; real ones are a few hundred characters
 MAX_JSON_DEPTH = 20
+MAX_SHORTENINGS = 6  # searches tried per keyword that matches nothing (compact hints)
 TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
 
 
@@ -125,6 +126,15 @@ class Toolkit:
         notes += note
         hits = self.index.keyword_search(keywords, top_k)
         header = f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
+        if not hits and self.hints:
+            shorter = self._shorter_keywords(keywords)
+            if shorter:
+                # a small model repeats a keyword that matches nothing ("X's father"): show what its head finds
+                hits = self.index.keyword_search(shorter, top_k)
+                header += (
+                    f": no chunk contains these keywords. Results for shorter keywords that match, "
+                    f"{json.dumps(shorter, ensure_ascii=False)}"
+                )
         return self._format_hits(header, hits, notes)
 
     def semantic_search(self, query: str, top_k: int = 5) -> str:
@@ -191,6 +201,19 @@ class Toolkit:
         return notes + "\n\n".join(parts)
 
     # ------------------------------------------------------------------ helpers
+    def _shorter_keywords(self, keywords: list[str]) -> list[str]:
+        """For keywords that match nothing, the longest leading words of each that match a chunk (a possessive
+        ends the head: "Maurice, Prince Of Orange's father" → "Maurice, Prince Of Orange")."""
+        shorter: list[str] = []
+        for keyword in keywords:
+            words = _POSSESSIVE.split(keyword, maxsplit=1)[0].split()
+            for size in range(len(words), max(0, len(words) - MAX_SHORTENINGS), -1):
+                candidate = " ".join(words[:size]).strip(" ,;:")
+                if len(candidate) >= 3 and self.index.keyword_search([candidate], 1):
+                    shorter.append(candidate)
+                    break
+        return list(dict.fromkeys(shorter))
+
     def readable(self, limit: int = 20) -> list[str]:
         """What a read may name that would show new text: the latest search's unread hits as "hit N", then
         other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar)."""
@@ -373,6 +396,7 @@ def _shorten(text: str, limit: int = 400) -> str:
     return text[: cut if cut > limit // 2 else limit - 1] + " …"
 
 
+_POSSESSIVE = re.compile(r"['’]s?(?=\s|$)")
 _HIT_REFERENCE = re.compile(r"^(?:hit\s*#?\s*|#)(\d{1,3})$", re.I)
 
 
