@@ -629,3 +629,21 @@ def test_compact_either_or_answer_with_one_option_unread_is_held_once(
     ]
     again = compact_agent(hippo_index, server, max_steps=4).run("Who died first, Hucbert or Anne of Kiev?")
     assert again.stop_reason == "answered" and again.answer == "Hucbert" and len(server.requests) == 10
+
+
+def test_reading_hit_1_of_a_new_search_is_not_a_repeated_call(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Crane Wife"], "top_k": 1}, "c3")]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c4")]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c5")]),
+        completion("2006"),
+    ]
+    result = compact_agent(hippo_index, server, max_steps=6).run("When was The Crane Wife released?")
+    second_read = result.trajectory[3].observation
+    assert second_read.startswith("[chunk ") and "already made" not in second_read
+    assert result.read_chunks == sorted(
+        hit_ids(result.trajectory[0].observation) + hit_ids(result.trajectory[2].observation)
+    )
+    assert result.trajectory[4].observation.startswith("You already made this exact call")  # the same hit again

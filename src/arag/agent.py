@@ -254,7 +254,7 @@ class Agent:
                     )
                     stalls += 1
                 for call in calls if self.settings.parallel_tool_calls else calls[:1]:
-                    key = f"{call.name}:{json.dumps(_safe_args(call.arguments), sort_keys=True)}"
+                    key = toolkit.call_key(call.name, _safe_args(call.arguments))
                     if key in done:
                         result = self._repeated(call, toolkit)
                         stalls = 0 if result.chunk_ids else stalls + 1  # new text shown is progress
@@ -452,9 +452,7 @@ class Agent:
                 plan=first and self.compact,
                 notes=self.compact,
                 readable=toolkit.readable() if self.compact else None,
-                options=choice_options(messages[1]["content"])
-                if self.compact and self.settings.choice_answers
-                else None,
+                options=guide.options if self.compact else None,
             )
             turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:

@@ -201,6 +201,12 @@ class Toolkit:
         return notes + "\n\n".join(parts)
 
     # ------------------------------------------------------------------ helpers
+    def call_key(self, name: str, arguments: dict[str, Any]) -> str:
+        """What makes two calls the same call: a read's "hit 1" means the chunk it names now, not the text."""
+        if self._canonical.get(name, name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
+            arguments = {"chunk_ids": [self._resolve_id(str(c)) for c in arguments["chunk_ids"]]}
+        return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
+
     def _shorter_keywords(self, keywords: list[str]) -> list[str]:
         """For keywords that match nothing, the longest leading words of each that match a chunk (a possessive
         ends the head: "Maurice, Prince Of Orange's father" → "Maurice, Prince Of Orange")."""
