@@ -647,3 +647,120 @@ def test_reading_hit_1_of_a_new_search_is_not_a_repeated_call(hippo_index: Index
         hit_ids(result.trajectory[0].observation) + hit_ids(result.trajectory[2].observation)
     )
     assert result.trajectory[4].observation.startswith("You already made this exact call")  # the same hit again
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Are both films from the same country?", True),
+        ("Did Hucbert outlive Lothair II?", True),
+        ("  is aspirin an NSAID?", True),
+        ("Question: Was Waldrada a queen?", True),
+        ("Did Hucbert or Lothair II die first?", False),  # alternatives: the answer names one
+        ("Who was the mother of Lothair II?", False),
+        ("Island of Reil: where is it?", False),  # "is" must be the first word
+        ("Isabella's father was whom?", False),
+    ],
+)
+def test_yes_no_questions(question: str, expected: bool) -> None:
+    from arag.agent import yes_no_question
+
+    assert yes_no_question(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "allowed"),
+    [
+        ("Yes", True),
+        ("No", True),
+        ("No, both are American [chunk Sabotage (1936 film)#0]", True),
+        ("Yes. Both were born in France.", True),
+        ("Yesterday", False),
+        ("Not known", False),
+        ("United States", False),
+        ("yes", False),
+    ],
+)
+def test_yes_no_answer_pattern(answer: str, allowed: bool) -> None:
+    import re
+
+    from arag.agent import YES_NO_PATTERN
+
+    assert bool(re.fullmatch(YES_NO_PATTERN, answer)) is allowed
+
+
+def test_compact_answer_to_a_yes_no_question_starts_with_yes_or_no(hippo_index: Index, server: ScriptedServer) -> None:
+    from arag.agent import YES_NO_PATTERN
+
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    search = {"plan": ["p"], "found": "f", "action": "keyword_search", "arguments": {"keywords": ["Hucbert"]}}
+    answer = {"found": "f", "action": "final_answer", "answer": "No, Hucbert died first [chunk Hucbert#0]"}
+
+    def answer_schemas(request: dict[str, object]) -> list[object]:
+        variants = request["response_format"]["json_schema"]["schema"]["anyOf"]  # type: ignore[index]
+        return [v["properties"]["answer"] for v in variants if "answer" in v["properties"]]
+
+    for choice_answers, expected in (
+        (True, {"type": "string", "pattern": YES_NO_PATTERN}),
+        (False, {"type": "string"}),
+    ):
+        server.replies = [completion(json.dumps(search)), completion(json.dumps(answer))]
+        settings = AgentSettings(max_steps=3, choice_answers=choice_answers)
+        result = Agent(hippo_index, model, settings, json_actions=True).run("Did Hucbert outlive Lothair II?")
+        assert answer_schemas(server.requests[-1]) == [expected]
+        assert result.answer == answer["answer"]
+    # the final-answer turn at the step limit is constrained too
+    server.replies = [completion(json.dumps(search))]
+    server.default = completion(json.dumps(answer))
+    Agent(hippo_index, model, AgentSettings(max_steps=1), json_actions=True).run("Did Hucbert outlive Lothair II?")
+    assert answer_schemas(server.requests[-1]) == [{"type": "string", "pattern": YES_NO_PATTERN}]
+
+
+def test_compact_repeated_call_with_nothing_new_asks_for_the_answer_at_once(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    search = tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})
+    server.replies = [
+        completion(tool_calls=[search]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion(tool_calls=[search]),
+        completion("Lothair II [chunk Hucbert#0]"),
+    ]
+    result = compact_agent(hippo_index, server, max_steps=8, stall_limit=3).run("Whom did Hucbert serve?")
+    assert result.stop_reason == "stalled" and result.steps == 3 and len(server.requests) == 4
+    assert result.trajectory[2].observation.startswith("You already made this exact call")
+    assert server.requests[3]["messages"][-1]["content"].startswith("Stop searching now.")
+    assert result.answer == "Lothair II [chunk Hucbert#0]"
+
+
+def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+
+    def action(name: str, **arguments: object) -> dict[str, object]:
+        return completion(json.dumps({"found": "x", "action": name, "arguments": arguments}))
+
+    def read_enum(request: dict[str, object]) -> list[str]:
+        for variant in request["response_format"]["json_schema"]["schema"]["anyOf"]:  # type: ignore[index]
+            if variant["properties"]["action"]["enum"] == ["chunk_read"]:
+                return list(variant["properties"]["arguments"]["properties"]["chunk_ids"]["items"]["enum"])
+        return []
+
+    for limit in (2, 0):
+        server.replies = [
+            action("keyword_search", keywords=["Lothair"], top_k=3),
+            action("chunk_read", chunk_ids=["hit 1"]),
+            action("chunk_read", chunk_ids=["hit 2"]),
+            action("keyword_search", keywords=["Lothair"], top_k=3),  # a repeat: no third hit is read for it
+        ]
+        server.default = completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"}))
+        agent = Agent(hippo_index, model, AgentSettings(max_steps=6, reads_per_search=limit), json_actions=True)
+        start = len(server.requests)
+        result = agent.run("Who was Lothair's wife?")
+        first, second, third = hit_ids(result.trajectory[0].observation)
+        after_two = read_enum(server.requests[start + 3])
+        if limit:
+            assert "hit 3" not in after_two and third not in after_two
+            assert result.stop_reason == "stalled" and result.read_chunks == sorted([first, second])
+        else:  # no limit: the third hit stays readable and a repeat reads it
+            assert after_two[0] == "hit 3"
+            assert third in result.read_chunks

@@ -89,7 +89,10 @@ OPTION_NOT_READ = (
     'about both: keyword_search for "{option}" and read its hit, then answer.'
 )
 
-FOUND_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 400}
+# "Yes", "No, both are American [chunk …]": llama.cpp's grammar takes anchored patterns without \b
+YES_NO_PATTERN = r"^(Yes|No)([,.;:]? [^\n]*)?$"
+
+FOUND_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 200}  # one fact; every token costs ~0.1 s on 2 cores
 
 PLAN_SCHEMA = {
     "type": "array",
@@ -107,13 +110,14 @@ def action_schema(
     notes: bool = False,
     readable: list[str] | None = None,
     options: list[str] | None = None,
+    yes_no: bool = False,
 ) -> dict[str, Any]:
     """JSON schema whose variants are the enabled tools plus final_answer (for response_format); with ``plan``,
     the action starts with the plan of searches (the compact profile's first action); with ``notes``, the
     free "thought" becomes "found": what the text read so far says (a small model left "thought" empty and
     read hit after hit past the answer; a field it must fill makes it state the facts before acting); with
     ``readable``, chunk_read may only name those references (none: no read); with ``options`` (an
-    either-or question), the answer is one of them."""
+    either-or question), the answer is one of them; with ``yes_no``, the answer starts with Yes or No."""
     planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if plan else {}
     note = {"found": FOUND_SCHEMA} if notes else {"thought": {"type": "string"}}
     variants = []
@@ -153,7 +157,7 @@ def action_schema(
                 "properties": {
                     **note,
                     "action": {"type": "string", "enum": ["final_answer"]},
-                    "answer": {"type": "string", "enum": options} if options else {"type": "string"},
+                    "answer": _answer_schema(options, yes_no),
                 },
                 "required": [*note, "action", "answer"],
                 "additionalProperties": False,
@@ -165,6 +169,14 @@ def action_schema(
     }
 
 
+def _answer_schema(options: list[str] | None, yes_no: bool) -> dict[str, Any]:
+    if options:
+        return {"type": "string", "enum": options}
+    if yes_no:
+        return {"type": "string", "pattern": YES_NO_PATTERN}
+    return {"type": "string"}
+
+
 @dataclass
 class _Guidance:
     """What the compact profile tracks within one question."""
@@ -174,6 +186,7 @@ class _Guidance:
     read_nudged: set[int] = field(default_factory=set)  # searches (by number) whose hits were read for the model
     plan_nudged: bool = False
     options: list[str] = field(default_factory=list)  # an either-or question's two options
+    yes_no: bool = False  # a yes/no question: the answer starts with Yes or No
     options_nudged: bool = False
 
 
@@ -229,7 +242,8 @@ class Agent:
             {"role": "user", "content": f"Question: {question}"},
         ]
         answer, stop, error, stalls, done = "", "max_steps", None, 0, set()
-        guide = _Guidance(options=choice_options(question) if self.settings.choice_answers else [])
+        options = choice_options(question) if self.settings.choice_answers else []
+        guide = _Guidance(options=options, yes_no=self.settings.choice_answers and yes_no_question(question))
         step = -1
         try:
             while (step := step + 1) < self.settings.max_steps:
@@ -257,7 +271,9 @@ class Agent:
                     key = toolkit.call_key(call.name, _safe_args(call.arguments))
                     if key in done:
                         result = self._repeated(call, toolkit)
-                        stalls = 0 if result.chunk_ids else stalls + 1  # new text shown is progress
+                        # new text shown is progress; with nothing new, a small model repeats the call until the
+                        # guard stops it, so the compact profile asks for the answer at once (saves the steps)
+                        stalls = 0 if result.chunk_ids else self.settings.stall_limit if self.compact else stalls + 1
                     else:
                         stalls = 0
                         done.add(key)
@@ -283,13 +299,10 @@ class Agent:
                     stop = "stalled"
                     break
                 left = self.settings.max_steps - step - 1
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": f"[{left} steps left, "
-                        f"{max(0, self.settings.token_budget - usage.total_tokens)} tokens left]",
-                    }
-                )
+                tokens_left = max(0, self.settings.token_budget - usage.total_tokens)
+                # a small model cannot use a token count; every prompt token costs it time
+                budget = f"[{left} steps left]" if compact else f"[{left} steps left, {tokens_left} tokens left]"
+                messages.append({"role": "user", "content": budget})
             if stop not in ("answered", "cancelled"):
                 messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
                 answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=True))[1]
@@ -318,6 +331,8 @@ class Agent:
     def _unread_hits(self, toolkit: Toolkit) -> list[str]:
         """The latest search's hits not yet read, when the compact profile may read them for the model."""
         if not self.compact or "chunk_read" not in toolkit.enabled or not toolkit.last_hits:
+            return []
+        if toolkit.search_exhausted(self.settings.reads_per_search):
             return []
         return [c for c in toolkit.last_hits if c not in toolkit.tracker.read_ids]
 
@@ -451,8 +466,9 @@ class Agent:
                 allow_answer=not first,
                 plan=first and self.compact,
                 notes=self.compact,
-                readable=toolkit.readable() if self.compact else None,
+                readable=toolkit.readable(per_search=self.settings.reads_per_search) if self.compact else None,
                 options=guide.options if self.compact else None,
+                yes_no=guide.yes_no and self.compact,
             )
             turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:
@@ -541,6 +557,20 @@ def choice_options(question: str) -> list[str]:
     if first.lower() == second.lower() or " or " in f" {first.lower()} {second.lower()} ":
         return []
     return [first, second]
+
+
+# a question opened by an auxiliary verb expects yes or no ("Are both films American?", "Did she win?")
+_YES_NO = re.compile(
+    r"^(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|should|shall|may|might|must)\s", re.I
+)
+
+
+def yes_no_question(question: str) -> bool:
+    """True for a yes/no question. One that offers alternatives ("Did A or B win?") is not: its answer is one of
+    them. A small model answering "Are X and Y from the same country?" often described both and never said yes
+    or no; with constrained decoding its answer starts with one of them."""
+    text = question.removeprefix("Question:").strip()
+    return bool(_YES_NO.match(text)) and " or " not in f" {text.lower()} "
 
 
 def check_question(question: str) -> str:

@@ -668,6 +668,8 @@ def _run_one(
             "index": settings.index.model_dump(mode="json", exclude={"threads"}),
             "naive_top_k": naive_top_k,
             "protocol": protocol,
+            # the embedded model's speculative decoding changes near-tie tokens, so it belongs to a run's identity
+            "lookup_tokens": settings.llm.lookup_tokens if embedded else None,
         },
         "limit": limit,
         "seed": seed,

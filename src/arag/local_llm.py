@@ -126,10 +126,13 @@ def resolve_model(spec: str | None = None) -> Path:
     return downloaded
 
 
+LOOKUP_NGRAM = 4  # tokens matched before a lookup draft is proposed (2-4 measured alike; 12 drafted too rarely)
+
+
 class LocalServer:
     """llama.cpp's server on 127.0.0.1 inside this process; ``base_url`` is OpenAI-compatible."""
 
-    def __init__(self, model_path: Path, threads: int = 2, n_ctx: int = 8192) -> None:
+    def __init__(self, model_path: Path, threads: int = 2, n_ctx: int = 8192, lookup_tokens: int = 0) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # measured: protects throughput under contention
         try:
             import xllamacpp as xlc
@@ -146,6 +149,14 @@ class LocalServer:
         params.use_jinja = True
         params.verbosity = -1
         params.warmup = False
+        if lookup_tokens:
+            # prompt-lookup speculation: drafts the tokens that followed the last LOOKUP_NGRAM tokens earlier in
+            # the conversation and verifies them in one batch. An agent's actions copy names, ids and facts from
+            # what it read, so drafts often hold (measured ~15-20 % faster per question on 2 cores; a 0.5B
+            # draft model was slower)
+            params.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+            params.speculative.ngram_simple.size_n = LOOKUP_NGRAM
+            params.speculative.ngram_simple.size_m = lookup_tokens
         self._server = xlc.Server(params)
         address = self._server.listening_address
         self.base_url = (address if address.startswith("http") else f"http://{address}") + "/v1"

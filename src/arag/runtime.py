@@ -30,9 +30,10 @@ def chat_model(
             "or install the embedded local model: bash scripts/setup.sh local"
         )
     path = resolve_model(local_model)
-    server = _servers.get(str(path))
+    key = f"{path}:{threads}:{llm.lookup_tokens}"
+    server = _servers.get(key)
     if server is None:
-        server = _servers[str(path)] = LocalServer(path, threads=threads)
+        server = _servers[key] = LocalServer(path, threads=threads, lookup_tokens=llm.lookup_tokens)
     local = llm.model_copy(
         update={
             "base_url": server.base_url,

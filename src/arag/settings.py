@@ -83,6 +83,13 @@ class LLMSettings(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (passed through).")
     reasoning_effort: str | None = Field(None, description="Reasoning effort for reasoning models.")
     max_tokens: int | None = Field(None, ge=1, description="Max completion tokens per call.")
+    lookup_tokens: int = Field(
+        8,
+        ge=0,
+        le=64,
+        description="Embedded model only: prompt-lookup speculative decoding drafts up to this many tokens copied "
+        "from the conversation and verifies them in one batch (llama.cpp n-gram speculation); 0 = off.",
+    )
     timeout_s: float = Field(
         120.0,
         gt=0,
@@ -128,7 +135,15 @@ class AgentSettings(BaseModel):
     choice_answers: bool = Field(
         True,
         description="Compact profile with JSON actions: the answer to an either-or question ('…, A or B?') must be "
-        "one of the two options (constrained decoding).",
+        "one of the two options, and the answer to a yes/no question ('Are both … from the same country?') must "
+        "start with Yes or No (constrained decoding).",
+    )
+    reads_per_search: int = Field(
+        2,
+        ge=0,
+        le=100,
+        description="Compact profile: after this many of a search's hits were read, the others can no longer be "
+        "read (the model must search again or answer); 0 = no limit (the paper).",
     )
     focused_read_tokens: int = Field(
         250,

@@ -220,13 +220,22 @@ class Toolkit:
                     break
         return list(dict.fromkeys(shorter))
 
-    def readable(self, limit: int = 20) -> list[str]:
+    def readable(self, limit: int = 20, per_search: int = 0) -> list[str]:
         """What a read may name that would show new text: the latest search's unread hits as "hit N", then
-        other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar)."""
+        other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar). With
+        ``per_search``, once that many of the latest search's hits were read, none of its other hits is."""
         read = self.tracker.read_ids
-        refs = [f"hit {i}" for i, c in enumerate(self.last_hits, start=1) if c not in read]
+        refs = (
+            []
+            if self.search_exhausted(per_search)
+            else [f"hit {i}" for i, c in enumerate(self.last_hits, start=1) if c not in read]
+        )
         refs += [c for c in self.offered if c not in read and c not in self.last_hits]
         return refs[:limit]
+
+    def search_exhausted(self, per_search: int) -> bool:
+        """True when ``per_search`` (> 0) of the latest search's hits have been read."""
+        return per_search > 0 and sum(c in self.tracker.read_ids for c in self.last_hits) >= per_search
 
     def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
         """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
