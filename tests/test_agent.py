@@ -764,3 +764,27 @@ def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: In
         else:  # no limit: the third hit stays readable and a repeat reads it
             assert after_two[0] == "hit 3"
             assert third in result.read_chunks
+
+
+def test_hits_read_before_a_search_do_not_use_up_its_reads(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+
+    def action(name: str, **arguments: object) -> dict[str, object]:
+        return completion(json.dumps({"found": "x", "action": name, "arguments": arguments}))
+
+    server.replies = [
+        action("keyword_search", keywords=["Lothair"], top_k=2),
+        action("chunk_read", chunk_ids=["hit 1"]),
+        action("chunk_read", chunk_ids=["hit 2"]),
+        action("keyword_search", keywords=["Lothair"], top_k=3),  # topped by the two passages already read
+        action("chunk_read", chunk_ids=["hit 3"]),
+    ]
+    server.default = completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"}))
+    result = Agent(hippo_index, model, AgentSettings(max_steps=6), json_actions=True).run("Who was Lothair's wife?")
+    first, second, third = hit_ids(result.trajectory[3].observation)
+    assert {first, second} == set(hit_ids(result.trajectory[0].observation))
+    assert result.trajectory[4].arguments == {"chunk_ids": ["hit 3"]} and third in result.read_chunks
+    assert result.stop_reason == "answered"
+    variants = server.requests[4]["response_format"]["json_schema"]["schema"]["anyOf"]  # type: ignore[index]
+    (read,) = [v for v in variants if v["properties"]["action"]["enum"] == ["chunk_read"]]
+    assert read["properties"]["arguments"]["properties"]["chunk_ids"]["items"]["enum"][0] == "hit 3"

@@ -443,7 +443,7 @@ def ask(
             mark = "verified" if citation["verified"] else "NOT among the chunks retrieved in this run"
             out.print(f"  [{citation['chunk_id']}] {mark}", markup=False, highlight=False)
         if result.read_chunks:  # what the answer could rest on, whether or not the model cited it
-            out.print(f"Read in full: {', '.join(result.read_chunks)}", markup=False, highlight=False)
+            out.print(f"Chunks read: {', '.join(result.read_chunks)}", markup=False, highlight=False)
         if result.error:
             _say("[red]error[/red]", result.error)
     if result.stop_reason == "error":

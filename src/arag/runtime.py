@@ -30,7 +30,7 @@ def chat_model(
             "or install the embedded local model: bash scripts/setup.sh local"
         )
     path = resolve_model(local_model)
-    key = f"{path}:{threads}:{llm.lookup_tokens}"
+    key = f"{path}:{llm.lookup_tokens}"  # the agent and the judge share one server (the first one's threads)
     server = _servers.get(key)
     if server is None:
         server = _servers[key] = LocalServer(path, threads=threads, lookup_tokens=llm.lookup_tokens)

@@ -97,6 +97,7 @@ class Toolkit:
         self.full_text_results = "chunk_read" not in self.enabled
         self._shown: list[str] = []  # chunk ids whose content the current call returns
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        self._read_before_search: set[str] = set()  # chunks read before the latest search
         self.offered: dict[str, None] = {}  # every chunk id shown as a hit or a neighbour, in order shown
         self.hints = hints  # end search results with how to read a hit (helps small models)
         # a search's top hit is shown in full (and counts as read) when it has at most this many tokens: a short
@@ -234,8 +235,13 @@ class Toolkit:
         return refs[:limit]
 
     def search_exhausted(self, per_search: int) -> bool:
-        """True when ``per_search`` (> 0) of the latest search's hits have been read."""
-        return per_search > 0 and sum(c in self.tracker.read_ids for c in self.last_hits) >= per_search
+        """True when ``per_search`` (> 0) of the latest search's hits have been read since it ran (hits read
+        earlier do not count: a new search topped by passages already read still offers its others)."""
+        read = self.tracker.read_ids
+        return (
+            per_search > 0
+            and sum(c in read and c not in self._read_before_search for c in self.last_hits) >= per_search
+        )
 
     def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
         """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
@@ -287,6 +293,7 @@ class Toolkit:
 
     def _format_hits(self, header: str, hits: list[SearchHit], notes: str) -> str:
         self.last_hits = [h.chunk_id for h in hits]
+        self._read_before_search = set(self.tracker.read_ids)
         if not hits:
             return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
         lines = [f"{notes}{header}: {len(hits)} chunks"]
