@@ -734,6 +734,16 @@ def test_compact_repeated_call_with_nothing_new_asks_for_the_answer_at_once(
     assert result.trajectory[2].observation.startswith("You already made this exact call")
     assert server.requests[3]["messages"][-1]["content"].startswith("Stop searching now.")
     assert result.answer == "Lothair II [chunk Hucbert#0]"
+    # the same repeat on the last step: the step budget, not the guard, ended the run
+    server.replies = [
+        completion(tool_calls=[search]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion(tool_calls=[search]),
+        completion("Lothair II [chunk Hucbert#0]"),
+    ]
+    last = compact_agent(hippo_index, server, max_steps=3).run("Whom did Hucbert serve?")
+    assert last.stop_reason == "max_steps" and last.steps == 3 and len(server.requests) == 8
+    assert server.requests[7]["messages"][-1]["content"].startswith("Stop searching now.")
 
 
 def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: Index, server: ScriptedServer) -> None:

@@ -296,7 +296,8 @@ class Agent:
                     # the API requires an answer to every tool_call_id, executed or not
                     self._observe(messages, skipped, "Not executed: one tool call per step. Call it again if needed.")
                 if stalls >= self.settings.stall_limit:
-                    stop = "stalled"
+                    # "stalled" = the guard cut the run short; a repeat on the last step ends with the budget
+                    stop = "stalled" if step + 1 < self.settings.max_steps else "max_steps"
                     break
                 left = self.settings.max_steps - step - 1
                 tokens_left = max(0, self.settings.token_budget - usage.total_tokens)
