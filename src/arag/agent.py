@@ -233,6 +233,7 @@ class Agent:
             snippets_per_hit=COMPACT_SNIPPETS if compact else 5,
             snippet_chars=COMPACT_SNIPPET_CHARS if compact else 400,
             focus_tokens=self.settings.focused_read_tokens if compact else 0,
+            reads_per_search=self.settings.reads_per_search if compact else 0,
         )
         toolkit.focus_query = question
         usage, trajectory = Usage(), list[Step]()
@@ -333,7 +334,7 @@ class Agent:
         """The latest search's hits not yet read, when the compact profile may read them for the model."""
         if not self.compact or "chunk_read" not in toolkit.enabled or not toolkit.last_hits:
             return []
-        if toolkit.search_exhausted(self.settings.reads_per_search):
+        if toolkit.search_exhausted():
             return []
         return [c for c in toolkit.last_hits if c not in toolkit.tracker.read_ids]
 
@@ -467,7 +468,7 @@ class Agent:
                 allow_answer=not first,
                 plan=first and self.compact,
                 notes=self.compact,
-                readable=toolkit.readable(per_search=self.settings.reads_per_search) if self.compact else None,
+                readable=toolkit.readable() if self.compact else None,
                 options=guide.options if self.compact else None,
                 yes_no=guide.yes_no and self.compact,
             )

@@ -80,6 +80,7 @@ class Toolkit:
         snippets_per_hit: int = 5,
         snippet_chars: int = 400,
         focus_tokens: int = 0,
+        reads_per_search: int = 0,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -107,6 +108,7 @@ class Toolkit:
         # a read of a chunk longer than this shows its lead sentence and the sentences closest to focus_query
         # (the question), within this many tokens: a small model finds the fact in 250 tokens, not in 1000
         self.focus_tokens = focus_tokens
+        self.reads_per_search = reads_per_search  # > 0: the read grammar's cap on one search's hits
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
 
@@ -221,26 +223,26 @@ class Toolkit:
                     break
         return list(dict.fromkeys(shorter))
 
-    def readable(self, limit: int = 20, per_search: int = 0) -> list[str]:
+    def readable(self, limit: int = 20) -> list[str]:
         """What a read may name that would show new text: the latest search's unread hits as "hit N", then
-        other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar). With
-        ``per_search``, once that many of the latest search's hits were read, none of its other hits is."""
+        other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar). Once
+        ``reads_per_search`` of the latest search's hits were read, none of its other hits is."""
         read = self.tracker.read_ids
         refs = (
             []
-            if self.search_exhausted(per_search)
+            if self.search_exhausted()
             else [f"hit {i}" for i, c in enumerate(self.last_hits, start=1) if c not in read]
         )
         refs += [c for c in self.offered if c not in read and c not in self.last_hits]
         return refs[:limit]
 
-    def search_exhausted(self, per_search: int) -> bool:
-        """True when ``per_search`` (> 0) of the latest search's hits have been read since it ran (hits read
+    def search_exhausted(self) -> bool:
+        """True when ``reads_per_search`` (> 0) of the latest search's hits have been read since it ran (hits read
         earlier do not count: a new search topped by passages already read still offers its others)."""
         read = self.tracker.read_ids
         return (
-            per_search > 0
-            and sum(c in read and c not in self._read_before_search for c in self.last_hits) >= per_search
+            self.reads_per_search > 0
+            and sum(c in read and c not in self._read_before_search for c in self.last_hits) >= self.reads_per_search
         )
 
     def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
