@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -49,3 +50,22 @@ def chunks_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     path = tmp_path_factory.mktemp("chunks") / "idx"
     build_index([FIXTURES / "arag_chunks.json"], path, fake_settings())
     return Index.open(path, threads=1)
+
+
+@pytest.fixture(scope="session")
+def people_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    """120 short biographies where "director" and "father" are everywhere, and one film named once."""
+    folder = tmp_path_factory.mktemp("people")
+    docs = [
+        {
+            "title": f"Person {i}",
+            "text": f"Person {i} was a film director, an art director and a stage director. "
+            f"His father was a director too. He was born in Town {i}.",
+        }
+        for i in range(120)
+    ]
+    docs.append({"title": "Fortunella", "text": "Fortunella is a 1958 Italian film by Eduardo De Filippo."})
+    docs.append({"title": "Town 7", "text": "Town 7 is a village. Its mayor was a former director."})
+    (folder / "corpus.json").write_text(json.dumps(docs), encoding="utf-8")
+    build_index([folder / "corpus.json"], folder / "idx", fake_settings())
+    return Index.open(folder / "idx", threads=1)

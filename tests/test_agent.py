@@ -787,3 +787,20 @@ def test_hits_read_before_a_search_do_not_use_up_its_reads(hippo_index: Index, s
     assert result.trajectory[4].arguments == {"chunk_ids": ["hit 3"]} and third in result.read_chunks
     assert result.stop_reason == "answered"
     assert (read_enum(server.requests[4]) or [])[0] == "hit 3"
+
+
+def test_compact_search_leaves_out_common_keywords_and_the_paper_profile_does_not(
+    people_index: Index, server: ScriptedServer
+) -> None:
+    search = tool_call("keyword_search", {"keywords": ["Fortunella", "director"], "top_k": 2})
+    for profile in ("compact", "paper"):
+        server.replies = [completion(tool_calls=[search]), completion("Eduardo De Filippo [chunk Fortunella#0]")]
+        model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="small", max_retries=0))
+        result = Agent(people_index, model, AgentSettings(profile=profile)).run("Who directed Fortunella?")
+        observation = result.trajectory[0].observation
+        if profile == "compact":
+            assert observation.startswith('keyword_search ["Fortunella"] ("director" left out: in over 5% of')
+            assert hit_ids(observation)[0] == "Fortunella#0"
+        else:
+            assert observation.startswith('keyword_search ["Fortunella", "director"]: 2 chunks')
+            assert "Fortunella#0" not in hit_ids(observation)

@@ -89,6 +89,19 @@ def test_keyword_search_equals_brute_force(which: str, request: pytest.FixtureRe
             assert got == brute_keyword(index, keywords, top_k), keywords
 
 
+@pytest.mark.parametrize("which", ["hippo_index", "chunks_index"])
+def test_keyword_chunk_count_equals_brute_force(which: str, request: pytest.FixtureRequest) -> None:
+    """The count the compact profile uses to spot a common keyword: chunks containing it, capped at the limit."""
+    index: Index = request.getfixturevalue(which)
+    texts = [record.text.lower() for record in index.store.iter_chunks()]
+    keywords = [k for query in keyword_queries(index, 60, seed=7) for k in query]
+    assert any(sum(k.lower() in t for t in texts) > 3 for k in keywords), "the fixture must have common keywords"
+    for keyword in keywords:
+        expected = sum(keyword.strip().lower() in t for t in texts) if keyword.strip() else 0
+        for limit in (1, 3, 1000):
+            assert index.keyword_chunk_count(keyword, limit) == min(expected, limit), (keyword, limit)
+
+
 def _check_semantic(index: Index, embedder: FakeEmbedder, queries: list[str], tol: float) -> None:
     for query in queries:
         vec = embedder.embed_query(query)

@@ -131,6 +131,11 @@ def test_keyword_search_is_identical_everywhere_and_equals_brute_force(indexes: 
             brute = _brute_keyword(indexes["postgres"], keywords, top_k)
             assert [(h["chunk_id"], h["score"]) for h in results["postgres"]] == brute, keywords
     assert indexes["postgres"].keyword_search(["ii"], 50), "the fixture must have matches"
+    for keyword in {k for keywords in KEYWORD_QUERIES for k in keywords}:
+        for limit in (1, 2, 1000):
+            counts = {name: index.keyword_chunk_count(keyword, limit) for name, index in indexes.items()}
+            assert len(set(counts.values())) == 1, (keyword, limit, counts)
+    assert indexes["two nodes"].keyword_chunk_count("the", 1000) > 2, "counts must span both shards"
 
 
 _TEXT_BITS = st.sampled_from(
@@ -146,6 +151,9 @@ def test_fuzzed_keywords_give_the_embedded_results(indexes: dict[str, Index], ke
     expected = [h.to_dict() for h in indexes["embedded"].keyword_search(keywords, top_k)]
     assert [h.to_dict() for h in indexes["postgres"].keyword_search(keywords, top_k)] == expected
     assert [h.to_dict() for h in indexes["two nodes"].keyword_search(keywords, top_k)] == expected
+    count = indexes["embedded"].keyword_chunk_count(keywords[0], top_k)
+    assert indexes["postgres"].keyword_chunk_count(keywords[0], top_k) == count
+    assert indexes["two nodes"].keyword_chunk_count(keywords[0], top_k) == count
     ids = [*keywords, "p1#0"]
     reads = {name: _read_view(index, ids) for name, index in indexes.items()}
     assert reads["postgres"] == reads["embedded"] == reads["two nodes"]

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 import pytest
 
 from arag.index import Index
+from arag.indexing import build_index
 from arag.tools import MAX_TOP_K, Toolkit, tool_schema
 from conftest import FIXTURES, fake_settings
 
@@ -112,8 +114,6 @@ def test_no_results_message(hippo_index: Index) -> None:
 
 
 def test_tools_search_approximately_on_an_index_built_for_it(tmp_path: Path) -> None:
-    from arag.indexing import build_index
-
     build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "ann", fake_settings(ann=True))
     assert Toolkit(Index.open(tmp_path / "ann")).exact is False
     assert Toolkit(Index.open(tmp_path / "ann"), exact=True).exact is True
@@ -163,3 +163,45 @@ def test_compact_search_that_matches_nothing_shows_what_the_keywords_head_finds(
 def test_compact_search_with_no_matching_head_says_so(hippo_index: Index) -> None:
     result = Toolkit(hippo_index, hints=True).call("keyword_search", {"keywords": ["Zyxwv Qqqq's tower"]})
     assert "no matching chunks" in result.observation and result.chunk_ids == []
+
+
+def test_compact_search_leaves_out_a_keyword_found_in_most_chunks(people_index: Index) -> None:
+    arguments = {"keywords": ["Fortunella", "director"], "top_k": 3}
+    assert people_index.keyword_search(["Fortunella", "director"], 1)[0].chunk_id.startswith("Person")  # premise
+    compact = Toolkit(people_index, hints=True, common_keyword_share=0.05).call("keyword_search", arguments)
+    assert compact.observation.startswith('keyword_search ["Fortunella"] ("director" left out: in over 5% of the')
+    assert compact.chunk_ids == [h.chunk_id for h in people_index.keyword_search(["Fortunella"], 3)]
+    assert compact.chunk_ids[0].startswith("Fortunella")
+    # the paper's tool (and the setting at 0) score every keyword
+    for toolkit in (Toolkit(people_index), Toolkit(people_index, hints=True, common_keyword_share=0.0)):
+        paper = toolkit.call("keyword_search", arguments)
+        assert paper.chunk_ids == [h.chunk_id for h in people_index.keyword_search(["Fortunella", "director"], 3)]
+        assert "left out" not in paper.observation
+
+
+@pytest.mark.parametrize(
+    ("keywords", "kept"),
+    [
+        (["director", "father"], ["director", "father"]),  # all common: nothing better to search for
+        (["director"], ["director"]),
+        (["Town 7", "director", "father"], ["Town 7"]),
+        (["Town 7", "Person 1"], ["Town 7", "Person 1"]),  # "Person 1" is in 31 chunks: under the 50-chunk floor
+        (["No Such Name", "director"], ["No Such Name"]),  # a rarer keyword that matches nothing still wins
+    ],
+)
+def test_common_keywords_are_left_out_only_beside_a_rarer_one(
+    people_index: Index, keywords: list[str], kept: list[str]
+) -> None:
+    toolkit = Toolkit(people_index, hints=True, common_keyword_share=0.05)
+    result = toolkit.call("keyword_search", {"keywords": keywords, "top_k": 5})
+    assert result.observation.startswith(f"keyword_search {json.dumps(kept)}"), result.observation[:200]
+    assert ("left out" in result.observation) == (kept != keywords)
+
+
+def test_a_small_collection_has_no_common_keywords(hippo_index: Index) -> None:
+    """With fewer chunks than the floor, no word is common however often it occurs."""
+    assert hippo_index.keyword_chunk_count("the", 1000) > 8
+    result = Toolkit(hippo_index, hints=True, common_keyword_share=0.01).call(
+        "keyword_search", {"keywords": ["Lothair II", "the"]}
+    )
+    assert result.observation.startswith('keyword_search ["Lothair II", "the"]: ')

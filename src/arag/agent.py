@@ -234,6 +234,7 @@ class Agent:
             snippet_chars=COMPACT_SNIPPET_CHARS if compact else 400,
             focus_tokens=self.settings.focused_read_tokens if compact else 0,
             reads_per_search=self.settings.reads_per_search if compact else 0,
+            common_keyword_share=self.settings.common_keyword_share if compact else 0.0,
         )
         toolkit.focus_query = question
         usage, trajectory = Usage(), list[Step]()

@@ -114,6 +114,13 @@ class Index:
             if row in records
         ]
 
+    def keyword_chunk_count(self, keyword: str, limit: int) -> int:
+        """Chunks containing ``keyword`` (case-insensitive), counted up to ``limit``."""
+        keyword = keyword.strip()
+        if not keyword or never_stored(keyword):
+            return 0
+        return self.store.keyword_chunk_count(keyword, limit)
+
     def _keyword_snippets(self, record: ChunkRecord, lowered: list[str]) -> list[str]:
         out = []
         for start, end in self._spans(record):

@@ -145,6 +145,14 @@ class AgentSettings(BaseModel):
         description="Compact profile: after this many of a search's hits were read, the others can no longer be "
         "read (the model must search again or answer); 0 = no limit (the paper).",
     )
+    common_keyword_share: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="Compact profile: keyword_search leaves out a keyword found in more than this share of the "
+        "chunks (and in over 50) when another of its keywords is rarer, and says so; a generic word ('father', "
+        "'director') otherwise outscores the name it came with. 0 = off (the paper's score on every keyword).",
+    )
     focused_read_tokens: int = Field(
         250,
         ge=0,

@@ -11,6 +11,7 @@ import copy
 import functools
 import inspect
 import json
+import math
 import re
 import threading
 import time
@@ -34,6 +35,8 @@ MAX_QUERY_CHARS = 2000
 MAX_ARGUMENTS_JSON = 100_000  # a tool call's arguments as JSON text; real ones are a few hundred characters
 MAX_JSON_DEPTH = 20
 MAX_SHORTENINGS = 6  # searches tried per keyword that matches nothing (compact hints)
+# a keyword in fewer chunks than this is never "common": in a small collection every word is in a few texts
+MIN_COMMON_CHUNKS = 50
 TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
 
 
@@ -81,6 +84,7 @@ class Toolkit:
         snippet_chars: int = 400,
         focus_tokens: int = 0,
         reads_per_search: int = 0,
+        common_keyword_share: float = 0.0,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -109,6 +113,8 @@ class Toolkit:
         # (the question), within this many tokens: a small model finds the fact in 250 tokens, not in 1000
         self.focus_tokens = focus_tokens
         self.reads_per_search = reads_per_search  # > 0: the read grammar's cap on one search's hits
+        # > 0: a keyword found in more than this share of the chunks is left out of a search that has a rarer one
+        self.common_keyword_share = common_keyword_share
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
 
@@ -127,8 +133,13 @@ class Toolkit:
         keywords, notes = self._check_keywords(keywords)
         top_k, note = _clamp_top_k(top_k)
         notes += note
+        common = self._common_keywords(keywords)
+        keywords = [k for k in keywords if k not in common]
         hits = self.index.keyword_search(keywords, top_k)
         header = f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
+        if common:
+            share = f"{self.common_keyword_share * 100:.3g}%"
+            header += f" ({json.dumps(common, ensure_ascii=False)[1:-1]} left out: in over {share} of the chunks)"
         if not hits and self.hints:
             shorter = self._shorter_keywords(keywords)
             if shorter:
@@ -209,6 +220,17 @@ class Toolkit:
         if self._canonical.get(name, name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
             arguments = {"chunk_ids": [self._resolve_id(str(c)) for c in arguments["chunk_ids"]]}
         return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
+
+    def _common_keywords(self, keywords: list[str]) -> list[str]:
+        """The keywords found in more than ``common_keyword_share`` of the chunks, when another keyword is not.
+        The paper's score sums count × length over keywords, so a word that is everywhere ("father",
+        "director") outscores the name it came with: measured on 2Wiki, such a word put other people's
+        chunks above the named one in 25 of 196 searches of a small model (13 of the 17 runs hit ended wrong)."""
+        if self.common_keyword_share <= 0 or len(keywords) < 2:
+            return []
+        limit = max(MIN_COMMON_CHUNKS, math.ceil(self.common_keyword_share * self.index.store.n_chunks))
+        common = [k for k in keywords if self.index.keyword_chunk_count(k, limit + 1) > limit]
+        return common if len(common) < len(keywords) else []
 
     def _shorter_keywords(self, keywords: list[str]) -> list[str]:
         """For keywords that match nothing, the longest leading words of each that match a chunk (a possessive

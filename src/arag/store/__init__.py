@@ -100,6 +100,11 @@ class Store(Protocol):
         ordered by score descending then row ascending. ``keywords`` are stripped, non-empty and distinct."""
         ...
 
+    def keyword_chunk_count(self, keyword: str, limit: int) -> int:
+        """How many chunks contain ``keyword`` (case-insensitive substring), counted up to ``limit``: enough to
+        tell a word found everywhere from a name without counting every match."""
+        ...
+
     def sentence_spans(self, row: int) -> list[tuple[int, int]]:
         """Character spans of a chunk's sentences within its text."""
         ...

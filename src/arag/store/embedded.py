@@ -439,6 +439,29 @@ class EmbeddedStore:
                 scored.append((-score, row))
         return [(row, -negative) for negative, row in heapq.nsmallest(top_k, scored)]
 
+    def keyword_chunk_count(self, keyword: str, limit: int) -> int:
+        low = keyword.lower()
+        if not low or limit <= 0:
+            return 0
+        with self._db_errors():
+            match = self._trigram_match(low)
+            if match == "":
+                return 0
+            if match is None:
+                rows = self._db.execute("SELECT coalesce(text_lower, lower(text)) FROM chunks")
+            else:
+                rows = self._db.execute(
+                    "SELECT coalesce(text_lower, lower(text)) FROM chunks "
+                    "WHERE row IN (SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?)",
+                    (match,),
+                )
+            found = 0
+            for (text,) in rows:
+                found += low in text
+                if found >= limit:
+                    break
+            return found
+
     def _trigram_match(self, keyword_lower: str) -> str | None:
         """FTS5 query for the keyword's rarest trigrams (a superset of the chunks containing it); None if the
         keyword is shorter than a trigram; "" if one of its trigrams occurs in no chunk."""

@@ -383,6 +383,20 @@ class PgStore:
         query, args = _fan_out(branch, self._relations.parts("chunks"), params, sql.SQL("score DESC, row"), top_k)
         return [(int(row), int(score)) for row, score in self._fetch(query, args) if score > 0]
 
+    def keyword_chunk_count(self, keyword: str, limit: int) -> int:
+        """Each partition counts its matches up to ``limit`` (the trigram index finds them); the sum is capped."""
+        from psycopg import sql
+
+        if never_stored(keyword) or not keyword or limit <= 0:
+            return 0
+        template = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {rel} WHERE text_lower LIKE %s LIMIT %s) AS hit")
+        query, args = _fan_out(
+            lambda rel: template.format(rel=rel),
+            self._relations.parts("chunks"),
+            [f"%{_like_escape(keyword.lower())}%", limit],
+        )
+        return min(limit, sum(int(count) for (count,) in self._fetch(query, args)))
+
     # ------------------------------------------------------------------ semantic
     def _query_value(self, query: np.ndarray) -> Any:
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
