@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from arag.agent import Agent
+from arag.agent import Agent, action_schema
 from arag.index import Index
 from arag.llm import ChatModel
 from arag.settings import AgentSettings, LLMSettings
+from arag.tools import Toolkit
 from conftest import FIXTURES
 from scripted_server import ScriptedServer, completion, tool_call
+
+TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
 
 
 @pytest.fixture
@@ -729,7 +732,10 @@ def test_compact_repeated_call_with_nothing_new_asks_for_the_answer_at_once(
         completion(tool_calls=[search]),
         completion("Lothair II [chunk Hucbert#0]"),
     ]
-    result = compact_agent(hippo_index, server, max_steps=8, stall_limit=3).run("Whom did Hucbert serve?")
+    keyword_only = ["keyword_search", "chunk_read"]  # no other search tool to switch to
+    result = compact_agent(hippo_index, server, max_steps=8, stall_limit=3, tools=keyword_only).run(
+        "Whom did Hucbert serve?"
+    )
     assert result.stop_reason == "stalled" and result.steps == 3 and len(server.requests) == 4
     assert result.trajectory[2].observation.startswith("You already made this exact call")
     assert server.requests[3]["messages"][-1]["content"].startswith("Stop searching now.")
@@ -741,7 +747,7 @@ def test_compact_repeated_call_with_nothing_new_asks_for_the_answer_at_once(
         completion(tool_calls=[search]),
         completion("Lothair II [chunk Hucbert#0]"),
     ]
-    last = compact_agent(hippo_index, server, max_steps=3).run("Whom did Hucbert serve?")
+    last = compact_agent(hippo_index, server, max_steps=3, tools=keyword_only).run("Whom did Hucbert serve?")
     assert last.stop_reason == "max_steps" and last.steps == 3 and len(server.requests) == 8
     assert server.requests[7]["messages"][-1]["content"].startswith("Stop searching now.")
 
@@ -764,7 +770,8 @@ def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: In
         after_two = read_enum(server.requests[start + 3]) or []
         if limit:
             assert "hit 3" not in after_two and third not in after_two
-            assert result.stop_reason == "stalled" and result.read_chunks == sorted([first, second])
+            assert result.read_chunks == sorted([first, second])  # the repeat must search another way
+            assert "Search another way now" in result.trajectory[3].observation
         else:  # no limit: the third hit stays readable and a repeat reads it
             assert after_two[0] == "hit 3"
             assert third in result.read_chunks
@@ -804,3 +811,37 @@ def test_compact_search_leaves_out_common_keywords_and_the_paper_profile_does_no
         else:
             assert observation.startswith('keyword_search ["Fortunella", "director"]: 2 chunks')
             assert "Fortunella#0" not in hit_ids(observation)
+
+
+def test_compact_first_fruitless_repeated_search_must_switch_search_tool(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    search = tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})
+    semantic = tool_call("semantic_search", {"query": "whom Hucbert served", "top_k": 1}, "c4")
+    server.replies = [
+        completion(tool_calls=[search]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion(tool_calls=[search]),  # nothing new: the next action must use the other search tool
+        completion(tool_calls=[semantic]),
+        completion(tool_calls=[semantic]),  # a repeat that reads the unread hit: progress
+        completion(tool_calls=[semantic]),  # nothing new again, and the switch was used: the answer is asked for
+        completion("Lothair II [chunk Hucbert#0]"),
+    ]
+    result = compact_agent(hippo_index, server, max_steps=8).run("Whom did Hucbert serve?")
+    assert result.trajectory[2].observation == (
+        "You already made this exact call; its result is above. Search another way now: semantic_search with a few "
+        'words describing the fact you still need, e.g. {"query": "birth place of Ana Ruiz"}.'
+    )
+    offered = [[t["function"]["name"] for t in request["tools"]] for request in server.requests[2:5]]
+    assert offered == [TOOLS, ["semantic_search", "chunk_read"], TOOLS]  # blocked for one action only
+    assert result.trajectory[4].observation.startswith("You already made this exact call; its result is above. Inst")
+    assert result.stop_reason == "stalled" and result.steps == 6 and len(server.requests) == 7
+    assert server.requests[6]["messages"][-1]["content"].startswith("Stop searching now.")
+    # with JSON actions the grammar leaves the repeated tool out
+    schema = action_schema(Toolkit(hippo_index), blocked="keyword_search")["json_schema"]["schema"]["anyOf"]
+    assert [v["properties"]["action"]["enum"][0] for v in schema] == ["semantic_search", "chunk_read", "final_answer"]
+    # the paper's loop never switches: it refuses the repeat
+    server.replies = [completion(tool_calls=[search]), completion(tool_calls=[search])]
+    server.default = completion("Lothair II")
+    paper = make_agent(hippo_index, server).run("Whom did Hucbert serve?")
+    assert paper.trajectory[1].observation.startswith("You already made this exact call; its result is above. Use it")

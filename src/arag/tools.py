@@ -215,6 +215,10 @@ class Toolkit:
         return notes + "\n\n".join(parts)
 
     # ------------------------------------------------------------------ helpers
+    def canonical(self, name: str) -> str:
+        """The tool's own name for a name the model saw ("read_chunk" → "chunk_read"); others unchanged."""
+        return self._canonical.get(name, name)
+
     def call_key(self, name: str, arguments: dict[str, Any]) -> str:
         """What makes two calls the same call: a read's "hit 1" means the chunk it names now, not the text."""
         if self._canonical.get(name, name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
