@@ -284,8 +284,8 @@ class Agent:
                     key = toolkit.call_key(call.name, _safe_args(call.arguments))
                     if key in done:
                         result, progress = self._repeated(call, toolkit, guide)
-                        # with nothing new, a small model repeats the call until the guard stops it, so the
-                        # compact profile asks for the answer at once (saves the steps)
+                        # a small model repeats a call with nothing new until the guard stops it: the compact
+                        # profile switches search tool once, then asks for the answer at once (saves the steps)
                         stalls = 0 if progress else self.settings.stall_limit if self.compact else stalls + 1
                     else:
                         stalls = 0
