@@ -221,7 +221,7 @@ class Toolkit:
 
     def call_key(self, name: str, arguments: dict[str, Any]) -> str:
         """What makes two calls the same call: a read's "hit 1" means the chunk it names now, not the text."""
-        if self._canonical.get(name, name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
+        if self.canonical(name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
             arguments = {"chunk_ids": [self._resolve_id(str(c)) for c in arguments["chunk_ids"]]}
         return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
 
@@ -386,7 +386,7 @@ class Toolkit:
         args: dict[str, Any] = {}
         self._shown = []
         try:
-            canonical = self._canonical.get(name, name)
+            canonical = self.canonical(name)
             if canonical not in self.enabled:
                 available = ", ".join(self.names[n] for n in self.enabled)
                 raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
