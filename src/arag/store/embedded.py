@@ -421,19 +421,8 @@ class EmbeddedStore:
         counting in Python measured faster than replace()/length() in SQL."""
         lowered = [k.lower() for k in keywords]
         weights = [(low, len(keyword)) for keyword, low in zip(keywords, lowered, strict=True)]
-        matches = [self._trigram_match(low) for low in lowered]
-        if any(m is None for m in matches):  # shorter than a trigram: every chunk is a candidate
-            rows = self._db.execute("SELECT row, coalesce(text_lower, lower(text)) FROM chunks")
-        else:
-            possible = [m for m in matches if m != ""]  # "" = a trigram no chunk has: the keyword matches nothing
-            if not possible:
-                return []
-            union = " UNION ".join("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?" for _ in possible)
-            rows = self._db.execute(
-                f"SELECT row, coalesce(text_lower, lower(text)) FROM chunks WHERE row IN ({union})", possible
-            )
         scored = []
-        for row, text in rows:
+        for row, text in self._candidate_texts(lowered):
             score = sum(text.count(low) * weight for low, weight in weights)
             if score > 0:
                 scored.append((-score, row))
@@ -444,23 +433,26 @@ class EmbeddedStore:
         if not low or limit <= 0:
             return 0
         with self._db_errors():
-            match = self._trigram_match(low)
-            if match == "":
-                return 0
-            if match is None:
-                rows = self._db.execute("SELECT coalesce(text_lower, lower(text)) FROM chunks")
-            else:
-                rows = self._db.execute(
-                    "SELECT coalesce(text_lower, lower(text)) FROM chunks "
-                    "WHERE row IN (SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?)",
-                    (match,),
-                )
             found = 0
-            for (text,) in rows:
+            for _, text in self._candidate_texts([low]):
                 found += low in text
                 if found >= limit:
                     break
             return found
+
+    def _candidate_texts(self, lowered: list[str]) -> Iterable[tuple[int, str]]:
+        """``(row, lower-cased text)`` of the chunks that may contain any of the lower-cased keywords: those the
+        trigram index names, or every chunk when a keyword is shorter than a trigram."""
+        matches = [self._trigram_match(low) for low in lowered]
+        if any(m is None for m in matches):
+            return self._db.execute("SELECT row, coalesce(text_lower, lower(text)) FROM chunks")
+        possible = [m for m in matches if m != ""]  # "" = a trigram no chunk has: the keyword matches nothing
+        if not possible:
+            return []
+        union = " UNION ".join("SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH ?" for _ in possible)
+        return self._db.execute(
+            f"SELECT row, coalesce(text_lower, lower(text)) FROM chunks WHERE row IN ({union})", possible
+        )
 
     def _trigram_match(self, keyword_lower: str) -> str | None:
         """FTS5 query for the keyword's rarest trigrams (a superset of the chunks containing it); None if the
