@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -272,11 +273,12 @@ def test_ask_without_model_gives_setup_message(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ the compact profile (small models)
+_HIT_LINE = re.compile(r"^\[\d+\] chunk (.+?)(?: \(score [^)]*\))?(?:, (?:full text|read \(.*\)):| \[already read\])?$")
+
+
 def hit_ids(observation: str) -> list[str]:
-    """Chunk ids of a search observation's "[n] chunk ID (score s)" lines, in rank order."""
-    return [
-        line.split(" chunk ", 1)[1].rsplit(" (score", 1)[0] for line in observation.splitlines() if line.startswith("[")
-    ]
+    """Chunk ids of a search observation's "[n] chunk ID[ (score s)][, full text:]" lines, in rank order."""
+    return [match.group(1) for line in observation.splitlines() if (match := _HIT_LINE.match(line))]
 
 
 def action(name: str, **arguments: object) -> dict[str, object]:
@@ -457,6 +459,25 @@ def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, ser
     held = server.requests[3]["messages"][-1]["content"]
     assert held.startswith('You answered "Ermengarde of Tours" after 1 search(es), but your plan was: 1. who was')
     assert "plan" not in json.dumps(server.requests[1]["response_format"])  # only the first action plans
+
+
+def test_compact_actions_and_prompt_leave_out_top_k(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True)
+    search = {"plan": ["x"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}}
+    server.replies = [
+        completion(json.dumps(search)),
+        completion(json.dumps({"found": "x", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}})),
+        completion(json.dumps({"found": "x", "action": "final_answer", "answer": "851"})),
+    ]
+    result = agent.run("When did Lothair II's mother die?")
+    assert result.stop_reason == "answered" and result.trajectory[0].arguments == {"keywords": ["Lothair"], "top_k": 5}
+    for request in server.requests:
+        assert "top_k" not in json.dumps(request["response_format"])
+        assert "top_k" not in request["messages"][0]["content"] and "(score" not in json.dumps(request["messages"])
+    server.replies = [completion("851")]
+    make_agent(hippo_index, server).run("When did Lothair II's mother die?")
+    assert "top_k" in json.dumps(server.requests[-1]["tools"])  # the paper profile keeps the paper's signature
 
 
 def test_compact_actions_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:

@@ -34,11 +34,11 @@ def fake_local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[_FakeSer
 
 def test_embedded_model_gets_lookup_decoding_from_settings(fake_local: list[_FakeServer]) -> None:
     model, embedded = runtime.chat_model(Settings(), threads=2)
-    assert embedded and model.local and fake_local[0].options["lookup_tokens"] == LLMSettings().lookup_tokens == 8
+    assert embedded and model.local and fake_local[0].options["lookup_tokens"] == LLMSettings().lookup_tokens == 0
     runtime.chat_model(Settings(), threads=2)
     assert len(fake_local) == 1  # one server per process and options
-    runtime.chat_model(Settings(llm=LLMSettings(lookup_tokens=0)), threads=2)
-    assert len(fake_local) == 2 and fake_local[1].options["lookup_tokens"] == 0
+    runtime.chat_model(Settings(llm=LLMSettings(lookup_tokens=8)), threads=2)
+    assert len(fake_local) == 2 and fake_local[1].options["lookup_tokens"] == 8
 
 
 def test_lookup_tokens_setting_is_bounded() -> None:

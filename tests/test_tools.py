@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from arag.chunking import count_tokens
 from arag.index import Index
 from arag.indexing import build_index
 from arag.tools import MAX_TOP_K, Toolkit, tool_schema
@@ -126,7 +127,7 @@ def test_a_short_top_hit_is_shown_in_full_and_counts_as_read(hippo_index: Index)
     result = inline.call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})
     first = result.chunk_ids[0]
     text = hippo_index.read([first])[0][0].text.strip()
-    assert f"chunk {first} (score" in result.observation and text in result.observation
+    assert f"[1] chunk {first}, full text:" in result.observation and text in result.observation
     assert first in inline.tracker.read_ids and len(inline.tracker.read_ids) == 1
     assert "already read" in inline.call("chunk_read", {"chunk_ids": ["hit 1"]}).observation
     assert "Hit 1 is shown in full" in result.observation and '["hit 2"]' not in result.observation
@@ -205,3 +206,40 @@ def test_a_small_collection_has_no_common_keywords(hippo_index: Index) -> None:
         "keyword_search", {"keywords": ["Lothair II", "the"]}
     )
     assert result.observation.startswith('keyword_search ["Lothair II", "the"]: ')
+
+
+def test_a_long_top_hit_is_shown_as_its_focused_read_within_the_inline_budget(hippo_index: Index) -> None:
+    def toolkit(inline_tokens: int) -> Toolkit:
+        tools = Toolkit(hippo_index, hints=True, inline_tokens=inline_tokens, focus_tokens=20)
+        tools.focus_query = "Where did Ermengarde of Tours marry Lothair I?"
+        return tools
+
+    reader = toolkit(0)
+    read = reader.call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}).observation
+    focused = read.split("\n", 1)[1]  # the text a read shows after its header line
+    assert "sentences: the first and those closest to the question" in read and "[…]" in focused
+    inline = toolkit(200)
+    result = inline.call("keyword_search", {"keywords": ["Ermengarde of Tours"]})
+    assert result.chunk_ids[0] == "Ermengarde of Tours#0"
+    lines = result.observation.splitlines()
+    assert lines[1].startswith("[1] chunk Ermengarde of Tours#0, read (") and lines[1].endswith("question):")
+    assert lines[2] == focused and "Hit 1 is read above." in result.observation
+    assert "Ermengarde of Tours#0" in inline.tracker.read_ids
+    assert "already read" in inline.call("chunk_read", {"chunk_ids": ["hit 1"]}).observation
+    # a focused view longer than the inline budget stays a snippet: the model reads it when it wants it
+    tight = toolkit(count_tokens(focused, "cl100k_base") - 1)
+    snippets = tight.call("keyword_search", {"keywords": ["Ermengarde of Tours"]}).observation
+    assert focused not in snippets and "Read the most promising hit in full" in snippets
+    assert not tight.tracker.read_ids
+
+
+def test_compact_results_leave_out_scores_and_compact_schemas_leave_out_top_k(hippo_index: Index) -> None:
+    paper, compact = Toolkit(hippo_index), Toolkit(hippo_index, hints=True, expose_top_k=False)
+    assert "chunk Lothair II#0 (score 20)" in paper.call("keyword_search", {"keywords": ["Lothair II"]}).observation
+    observation = compact.call("keyword_search", {"keywords": ["Lothair II"], "top_k": 1}).observation
+    assert "[1] chunk Lothair II#0\n" in observation and "score" not in observation
+    assert observation.startswith('keyword_search ["Lothair II"]: 1 chunks')  # top_k still accepted when given
+    for schema in compact.schemas():
+        parameters = schema["function"]["parameters"]
+        assert "top_k" not in parameters["properties"] and "top_k" not in parameters.get("required", [])
+    assert all("top_k" in s["function"]["parameters"]["properties"] for s in paper.schemas()[:2])

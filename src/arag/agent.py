@@ -246,6 +246,7 @@ class Agent:
             focus_tokens=self.settings.focused_read_tokens if compact else 0,
             reads_per_search=self.settings.reads_per_search if compact else 0,
             common_keyword_share=self.settings.common_keyword_share if compact else 0.0,
+            expose_top_k=not compact,
         )
         toolkit.focus_query = question
         usage, trajectory = Usage(), list[Step]()
@@ -316,7 +317,11 @@ class Agent:
                 tokens_left = max(0, self.settings.token_budget - usage.total_tokens)
                 # a small model cannot use a token count; every prompt token costs it time
                 budget = f"[{left} steps left]" if compact else f"[{left} steps left, {tokens_left} tokens left]"
-                messages.append({"role": "user", "content": budget})
+                if compact and messages[-1]["role"] == "user":
+                    # one message instead of two: each message costs a small model its chat-template tokens
+                    messages[-1]["content"] += f"\n{budget}"
+                else:
+                    messages.append({"role": "user", "content": budget})
             if stop not in ("answered", "cancelled"):
                 messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
                 answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=True))[1]
@@ -456,8 +461,8 @@ class Agent:
                     "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
                     '"Where was the author of Hamlet born?": {"plan": ["who wrote Hamlet", "where was that author '
                     'born"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": '
-                    '["Hamlet"], "top_k": 5}}. Later: {"found": "Hamlet was written by William Shakespeare.", '
-                    '"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"], "top_k": 5}}'
+                    '["Hamlet"]}}. Later: {"found": "Hamlet was written by William Shakespeare.", '
+                    '"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}'
                     '\nA comparison needs one search per item: for "Who was born first, Ann Lee or Bo Chan?" the plan '
                     'is ["birth date of Ann Lee", "birth date of Bo Chan"].'
                 )
@@ -547,6 +552,8 @@ class Agent:
     def _observe(self, messages: list[dict[str, Any]], call: _Call, observation: str) -> None:
         if call.call_id is not None:
             messages.append({"role": "tool", "tool_call_id": call.call_id, "content": observation})
+        elif self.compact:
+            messages.append({"role": "user", "content": observation})  # a result names its tool or its chunks
         else:
             messages.append({"role": "user", "content": f"Observation from {call.name}:\n{observation}"})
 

@@ -85,6 +85,7 @@ class Toolkit:
         focus_tokens: int = 0,
         reads_per_search: int = 0,
         common_keyword_share: float = 0.0,
+        expose_top_k: bool = True,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -115,6 +116,9 @@ class Toolkit:
         self.reads_per_search = reads_per_search  # > 0: the read grammar's cap on one search's hits
         # > 0: a keyword found in more than this share of the chunks is left out of a search that has a rarer one
         self.common_keyword_share = common_keyword_share
+        # False: the schemas leave top_k out (the default applies); each search a small model writes is ~7
+        # tokens shorter, and it never asked for anything but the example's 5
+        self.expose_top_k = expose_top_k
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
 
@@ -200,19 +204,21 @@ class Toolkit:
             self.tracker.read_ids.add(chunk_id)
             self.tracker.seen_ids.add(chunk_id)
             self._shown.append(chunk_id)
-            if self.focus_tokens and self.focus_query and record.n_tokens > self.focus_tokens:
-                try:
-                    shown, total, text = self._focused(record)
-                except ARagError:  # an embedding endpoint that fails costs the focus, not the read
-                    shown = total = 0
-                if shown < total:
-                    parts.append(
-                        f"[chunk {chunk_id}] ({neighbours}; {shown} of {total} sentences: the first and those "
-                        f"closest to the question)\n{text}"
-                    )
-                    continue
-            parts.append(f"[chunk {chunk_id}] ({neighbours})\n{record.text.strip()}")
+            focus, text = self._read_view(record)
+            parts.append(f"[chunk {chunk_id}] ({neighbours}{focus})\n{text}")
         return notes + "\n\n".join(parts)
+
+    def _read_view(self, record: ChunkRecord) -> tuple[str, str]:
+        """What a read shows of a chunk: its full text, or (with ``focus_tokens``) a focused view of a longer
+        one, with the note that says so."""
+        if self.focus_tokens and self.focus_query and record.n_tokens > self.focus_tokens:
+            try:
+                shown, total, text = self._focused(record)
+            except ARagError:  # an embedding endpoint that fails costs the focus, not the read
+                shown = total = 0
+            if shown < total:
+                return f"; {shown} of {total} sentences: the first and those closest to the question", text
+        return "", record.text.strip()
 
     # ------------------------------------------------------------------ helpers
     def canonical(self, name: str) -> str:
@@ -271,6 +277,16 @@ class Toolkit:
             and sum(c in read and c not in self._read_before_search for c in self.last_hits) >= self.reads_per_search
         )
 
+    def _inline_view(self, record: ChunkRecord | None) -> tuple[str, str] | None:
+        """("full text" or "read (…)", text) of a search's top hit when a read of it would show at most
+        ``inline_tokens`` tokens (a long chunk's focused view counts by what it shows), else None."""
+        if record is None:
+            return None
+        focus, text = self._read_view(record)
+        if count_tokens(text, self.encoding) > self.inline_tokens:
+            return None
+        return (f"read ({focus[2:]})" if focus else "full text"), text
+
     def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
         """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
         cosine with the question while they fit in ``focus_tokens``, in document order, gaps marked "[…]"."""
@@ -328,20 +344,21 @@ class Toolkit:
         inline = self.inline_tokens and not self.full_text_results and hits[0].chunk_id not in self.tracker.read_ids
         wanted = [h.row for h in hits] if self.full_text_results else [hits[0].row] if inline else []
         records = self.index.store.chunks(wanted) if wanted else {}
-        shown_in_full = False
+        top_view = self._inline_view(records.get(hits[0].row)) if inline else None
         for rank, hit in enumerate(hits, start=1):
             self.tracker.seen_ids.add(hit.chunk_id)
             self.offered[hit.chunk_id] = None
             self._shown.append(hit.chunk_id)
             mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
-            record = records.get(hit.row)
-            if rank == 1 and inline and record is not None and record.n_tokens <= self.inline_tokens:
-                shown_in_full = True
+            # a small model reads ranks and ids; the score only cost it prompt tokens
+            score = "" if self.hints else f" (score {hit.score:.4g})"
+            if rank == 1 and top_view is not None:
                 self.tracker.read_ids.add(hit.chunk_id)
-                lines.append(f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}), full text:")
-                lines.append(record.text.strip())
+                lines.append(f"[{rank}] chunk {hit.chunk_id}{score}, {top_view[0]}:")
+                lines.append(top_view[1])
                 continue
-            lines.append(f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}){mark}")
+            record = records.get(hit.row)
+            lines.append(f"[{rank}] chunk {hit.chunk_id}{score}{mark}")
             if self.full_text_results and record is not None:
                 lines.append(record.text.strip())
                 continue
@@ -351,11 +368,12 @@ class Toolkit:
                 lines.append(f"  (+{len(hit.snippets) - self.snippets_per_hit} more matching sentences)")
         if self.hints and not self.full_text_results:
             unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
-            if shown_in_full:
+            if top_view is not None:
                 # pointing at the next hit here made small models read every hit in turn: point at the next hop
+                shown = "shown in full" if top_view[0] == "full text" else "read above"
                 lines.append(
-                    "Hit 1 is shown in full. If it gives the fact you need, use it; if the question needs another "
-                    "fact (e.g. about a person or place it names), search for that next."
+                    f"Hit 1 is {shown}. If it gives the fact you need, use it; if the question needs another fact "
+                    "(e.g. about a person or place it names), search for that next."
                 )
             elif unread:
                 lines.append(
@@ -372,6 +390,12 @@ class Toolkit:
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI ``tools=`` entries derived from the enabled tools' signatures and docstrings."""
         schemas = [tool_schema(getattr(self, name)) for name in self.enabled]
+        if not self.expose_top_k:
+            for schema in schemas:
+                parameters = schema["function"]["parameters"]
+                parameters["properties"].pop("top_k", None)
+                if "top_k" in parameters.get("required", []):
+                    parameters["required"].remove("top_k")
         if self.names != {name: name for name in TOOL_NAMES}:
             for schema in schemas:
                 function = schema["function"]
