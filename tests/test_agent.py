@@ -480,6 +480,57 @@ def test_compact_actions_and_prompt_leave_out_top_k(hippo_index: Index, server: 
     assert "top_k" in json.dumps(server.requests[-1]["tools"])  # the paper profile keeps the paper's signature
 
 
+def test_compact_observation_is_one_message_with_the_step_line(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True)
+    search = {"plan": ["x"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}}
+    server.replies = [
+        completion(json.dumps(search)),
+        completion(json.dumps({"found": "x", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}})),
+        completion(json.dumps({"found": "x", "action": "final_answer", "answer": "851"})),
+    ]
+    agent.run("When did Lothair II's mother die?")
+    messages = server.requests[2]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    search_result, read_result = messages[3]["content"], messages[5]["content"]
+    assert search_result.startswith('keyword_search ["Lothair"]: ') and search_result.endswith("\n[2 steps left]")
+    assert read_result.startswith("[chunk ") and read_result.endswith("\n[1 steps left]")
+    # the paper profile keeps the observation's tool name and the step line as its own message
+    server.replies = [
+        completion(json.dumps({"thought": "t", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}})),
+        completion(json.dumps({"thought": "t", "action": "final_answer", "answer": "851"})),
+    ]
+    paper_agent = make_agent(hippo_index, server, profile="paper", action_mode="json", max_steps=3)
+    paper_agent.run("When did Lothair II's mother die?")
+    paper = server.requests[-1]["messages"]
+    assert paper[3]["content"].startswith("Observation from keyword_search:\n")
+    assert paper[4]["role"] == "user" and paper[4]["content"].startswith("[2 steps left, ")
+
+
+def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_searches(
+    people_index: Index, server: ScriptedServer
+) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(people_index, model, AgentSettings(max_steps=4), json_actions=True)
+    search = {
+        "plan": ["year of Fortunella", "founding of Town 7"],
+        "found": "nothing yet",
+        "action": "keyword_search",
+        "arguments": {"keywords": ["Fortunella", "Town 7"]},
+    }
+    server.replies = [
+        completion(json.dumps(search)),
+        completion(json.dumps({"found": "x", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1", "hit 2"]}})),
+        completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Fortunella"})),
+    ]
+    result = agent.run("Which is older, Fortunella or Town 7?")
+    assert "read both at once" in result.trajectory[0].observation
+    assert result.read_chunks == ["Fortunella#0", "Town 7#0"] and len(result.trajectory) == 2
+    # the plan's two searches were made by one: the answer is not held back for a second search
+    assert result.stop_reason == "answered" and result.answer == "Fortunella" and len(server.requests) == 3
+    assert '{"chunk_ids": ["hit 1", "hit 2"]}' in server.requests[0]["messages"][0]["content"]  # the prompt's example
+
+
 def test_compact_actions_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
     agent = Agent(hippo_index, model, AgentSettings(max_steps=4), json_actions=True)

@@ -415,3 +415,32 @@ def test_authors_protocol_prompts_and_tool_names_are_used_and_recorded(tmp_path:
         "direct", tmp_path / "r2", "--judge", "--judge-prompt-file", str(bad), server=server, cache=tmp_path / "c"
     )
     assert refused.returncode == 1 and "has no {gold} placeholder" in refused.stderr
+
+
+def test_llama_cpp_timings_are_kept_per_call_and_reported_as_the_machine_speed() -> None:
+    from arag.eval.report import _token_speed
+    from arag.llm import parse_completion
+
+    body = {
+        "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "prompt_tokens_details": {"cached_tokens": 1000}},
+        "timings": {"prompt_n": 200, "prompt_ms": 6000.0, "predicted_n": 40, "predicted_ms": 3200.5},
+    }
+    turn = parse_completion(json.dumps(body).encode())
+    assert turn.timings == {"prompt_ms": 6000.0, "generation_ms": 3200.5}
+    body["timings"] = {"prompt_ms": -1, "predicted_ms": True}
+    assert parse_completion(json.dumps(body).encode()).timings == {}  # nonsense is dropped, not reported
+
+    def call(prompt: int, cached: int, generated: int, prompt_ms: float, generation_ms: float) -> dict[str, float]:
+        return {
+            "prompt_tokens": prompt,
+            "cached_tokens": cached,
+            "completion_tokens": generated,
+            "prompt_ms": prompt_ms,
+            "generation_ms": generation_ms,
+        }
+
+    untimed = {"prompt_tokens": 900, "cached_tokens": 0, "completion_tokens": 10}  # an endpoint without timings
+    calls = [call(1200, 1000, 40, 6000.0, 3200.0), call(1300, 1200, 60, 3000.0, 4800.0), untimed]
+    assert _token_speed([{"model_calls": calls}]) == "30 / 80"  # (6000 + 3000) / 300, (3200 + 4800) / 100
+    assert _token_speed([{"model_calls": [untimed]}]) == "–"

@@ -6,6 +6,7 @@ Nothing here asserts on wall-clock figures: the time-bound tests assert that a c
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,8 @@ bodies = (
             "usage": json_values
             | st.fixed_dictionaries({}, optional={"prompt_tokens": numbers, "completion_tokens": numbers}),
             "error": json_values,
+            "timings": json_values
+            | st.fixed_dictionaries({}, optional={"prompt_ms": numbers | json_values, "predicted_ms": numbers}),
         },
     ).map(lambda body: json.dumps(body).encode())
     | st.builds(lambda v: json.dumps(v).encode(), json_values)
@@ -149,6 +152,8 @@ def test_any_reply_body_parses_or_is_one_clear_error(body: bytes) -> None:
         assert "\n" not in str(exc) and str(exc)
         return
     assert isinstance(turn.content, str)
+    assert set(turn.timings) <= {"prompt_ms", "generation_ms"}
+    assert all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in turn.timings.values())
     for call in turn.tool_calls:
         assert isinstance(call["id"], str) and isinstance(call["function"]["name"], str)
         assert isinstance(call["function"]["arguments"], str)

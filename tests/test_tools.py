@@ -243,3 +243,20 @@ def test_compact_results_leave_out_scores_and_compact_schemas_leave_out_top_k(hi
         parameters = schema["function"]["parameters"]
         assert "top_k" not in parameters["properties"] and "top_k" not in parameters.get("required", [])
     assert all("top_k" in s["function"]["parameters"]["properties"] for s in paper.schemas()[:2])
+
+
+def test_a_search_that_finds_one_chunk_per_keyword_says_to_read_both(people_index: Index) -> None:
+    tools = Toolkit(people_index, hints=True, expose_top_k=False)
+    both = tools.call("keyword_search", {"keywords": ["Fortunella", "Town 7"]})
+    assert both.chunk_ids[:2] == ["Fortunella#0", "Town 7#0"] and tools.last_pair
+    assert 'Hits 1 and 2 match different keywords: read both at once, chunk_read {"chunk_ids": ["hit 1", "hit 2"]}' in (
+        both.observation
+    )
+    # hit 1 matching every keyword, or one keyword, is not a pair: the hint names the best hit only
+    for keywords in (["Fortunella", "Eduardo"], ["Town 7"]):
+        result = tools.call("keyword_search", {"keywords": keywords})
+        assert not tools.last_pair and 'chunk_read {"chunk_ids": ["hit 1"]}' in result.observation
+    # without hints (the paper profile) there is no hint and no pair
+    paper = Toolkit(people_index)
+    assert "read both" not in paper.call("keyword_search", {"keywords": ["Fortunella", "Town 7"]}).observation
+    assert not paper.last_pair

@@ -292,7 +292,9 @@ class Agent:
                         stalls = 0
                         done.add(key)
                         result = toolkit.call(call.name, call.arguments)
-                        guide.searches += result.ok and call.name != toolkit.names["chunk_read"]
+                        if result.ok and call.name != toolkit.names["chunk_read"]:
+                            # a search that found a chunk for each of two names made two of the plan's searches
+                            guide.searches += 2 if toolkit.last_pair else 1
                     trajectory.append(
                         Step(
                             result.name,
@@ -515,6 +517,7 @@ class Agent:
                 "completion_tokens": turn.usage.completion_tokens,
                 "cached_tokens": turn.usage.cached_tokens,
                 "latency_s": round(time.perf_counter() - started, 4),
+                **turn.timings,
             }
         )
         messages.append(turn.message)

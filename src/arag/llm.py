@@ -20,7 +20,7 @@ import math
 import ssl
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
@@ -70,6 +70,9 @@ class ChatTurn:
     tool_calls: list[dict[str, Any]]
     finish_reason: str | None
     usage: Usage
+    # llama.cpp's own timings of the call, where the server sends them ("prompt_ms", "generation_ms"): the
+    # speed of the machine at the time, which a latency alone cannot separate from the work done
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class ChatModel:
@@ -253,7 +256,19 @@ def parse_completion(body: bytes, label: str = "the model endpoint") -> ChatTurn
     if tool_calls:
         assistant["tool_calls"] = tool_calls
     finish = choice.get("finish_reason")
-    return ChatTurn(assistant, content, tool_calls, finish if isinstance(finish, str) else None, usage)
+    return ChatTurn(assistant, content, tool_calls, finish if isinstance(finish, str) else None, usage, _timings(data))
+
+
+def _timings(data: dict[str, Any]) -> dict[str, float]:
+    timings = data.get("timings")
+    if not isinstance(timings, dict):
+        return {}
+    found = {}
+    for ours, theirs in (("prompt_ms", "prompt_ms"), ("generation_ms", "predicted_ms")):
+        value = timings.get(theirs)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9:
+            found[ours] = round(float(value), 3)
+    return found
 
 
 def _text(value: Any) -> str:

@@ -103,6 +103,9 @@ class Toolkit:
         self.full_text_results = "chunk_read" not in self.enabled
         self._shown: list[str] = []  # chunk ids whose content the current call returns
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        # the latest search's hits 1 and 2 matched different keywords (a search for two names found a chunk for
+        # each): the hints say to read both at once
+        self.last_pair = False
         self._read_before_search: set[str] = set()  # chunks read before the latest search
         self.offered: dict[str, None] = {}  # every chunk id shown as a hit or a neighbour, in order shown
         self.hints = hints  # end search results with how to read a hit (helps small models)
@@ -153,7 +156,8 @@ class Toolkit:
                     f": no chunk contains these keywords. Results for shorter keywords that match, "
                     f"{json.dumps(shorter, ensure_ascii=False)}"
                 )
-        return self._format_hits(header, hits, notes)
+        pair = self.hints and _distinct_pair(keywords, hits)
+        return self._format_hits(header, hits, notes, pair)
 
     def semantic_search(self, query: str, top_k: int = 5) -> str:
         """Semantic (embedding) search: finds sentences similar in meaning to the query.
@@ -205,19 +209,19 @@ class Toolkit:
             self.tracker.seen_ids.add(chunk_id)
             self._shown.append(chunk_id)
             focus, text = self._read_view(record)
-            parts.append(f"[chunk {chunk_id}] ({neighbours}{focus})\n{text}")
+            parts.append(f"[chunk {chunk_id}] ({neighbours}{f'; {focus}' if focus else ''})\n{text}")
         return notes + "\n\n".join(parts)
 
     def _read_view(self, record: ChunkRecord) -> tuple[str, str]:
-        """What a read shows of a chunk: its full text, or (with ``focus_tokens``) a focused view of a longer
-        one, with the note that says so."""
+        """(focus note, text) of what a read shows of a chunk: its full text (no note), or, with
+        ``focus_tokens``, a focused view of a longer one and the note that says so."""
         if self.focus_tokens and self.focus_query and record.n_tokens > self.focus_tokens:
             try:
                 shown, total, text = self._focused(record)
             except ARagError:  # an embedding endpoint that fails costs the focus, not the read
                 shown = total = 0
             if shown < total:
-                return f"; {shown} of {total} sentences: the first and those closest to the question", text
+                return f"{shown} of {total} sentences: the first and those closest to the question", text
         return "", record.text.strip()
 
     # ------------------------------------------------------------------ helpers
@@ -278,14 +282,12 @@ class Toolkit:
         )
 
     def _inline_view(self, record: ChunkRecord | None) -> tuple[str, str] | None:
-        """("full text" or "read (…)", text) of a search's top hit when a read of it would show at most
-        ``inline_tokens`` tokens (a long chunk's focused view counts by what it shows), else None."""
+        """(focus note, text) of a read of a search's top hit when it shows at most ``inline_tokens`` tokens (a
+        long chunk's focused view counts by what it shows), else None."""
         if record is None:
             return None
         focus, text = self._read_view(record)
-        if count_tokens(text, self.encoding) > self.inline_tokens:
-            return None
-        return (f"read ({focus[2:]})" if focus else "full text"), text
+        return None if count_tokens(text, self.encoding) > self.inline_tokens else (focus, text)
 
     def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
         """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
@@ -335,8 +337,9 @@ class Toolkit:
             return self.last_hits[int(match.group(1)) - 1]
         return text
 
-    def _format_hits(self, header: str, hits: list[SearchHit], notes: str) -> str:
+    def _format_hits(self, header: str, hits: list[SearchHit], notes: str, pair: bool = False) -> str:
         self.last_hits = [h.chunk_id for h in hits]
+        self.last_pair = False
         self._read_before_search = set(self.tracker.read_ids)
         if not hits:
             return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
@@ -354,8 +357,9 @@ class Toolkit:
             score = "" if self.hints else f" (score {hit.score:.4g})"
             if rank == 1 and top_view is not None:
                 self.tracker.read_ids.add(hit.chunk_id)
-                lines.append(f"[{rank}] chunk {hit.chunk_id}{score}, {top_view[0]}:")
-                lines.append(top_view[1])
+                focus, text = top_view
+                lines.append(f"[{rank}] chunk {hit.chunk_id}{score}, {f'read ({focus})' if focus else 'full text'}:")
+                lines.append(text)
                 continue
             record = records.get(hit.row)
             lines.append(f"[{rank}] chunk {hit.chunk_id}{score}{mark}")
@@ -370,10 +374,18 @@ class Toolkit:
             unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
             if top_view is not None:
                 # pointing at the next hit here made small models read every hit in turn: point at the next hop
-                shown = "shown in full" if top_view[0] == "full text" else "read above"
+                shown = "read above" if top_view[0] else "shown in full"
                 lines.append(
                     f"Hit 1 is {shown}. If it gives the fact you need, use it; if the question needs another fact "
                     "(e.g. about a person or place it names), search for that next."
+                )
+            elif pair and unread[:2] == [1, 2]:
+                # a comparison's two items: reading them one per step spent the steps a bridge comparison's
+                # second hop needs (forced answers at max_steps were the largest failure class)
+                self.last_pair = True
+                lines.append(
+                    "These are only snippets. Hits 1 and 2 match different keywords: read both at once, "
+                    f'{self.names["chunk_read"]} {{"chunk_ids": ["hit 1", "hit 2"]}}.'
                 )
             elif unread:
                 lines.append(
@@ -451,6 +463,14 @@ class ToolkitSessions:
 
 class ToolArgumentError(Exception):
     """A tool argument the model got wrong; its message is shown to the model."""
+
+
+def _distinct_pair(keywords: list[str], hits: list[SearchHit]) -> bool:
+    """True when hits 1 and 2 each match a keyword the other does not (by their matching sentences)."""
+    if len(keywords) < 2 or len(hits) < 2:
+        return False
+    matched = [{k.lower() for k in keywords if k.lower() in " ".join(h.snippets).lower()} for h in hits[:2]]
+    return bool(matched[0] - matched[1]) and bool(matched[1] - matched[0])
 
 
 def _clamp_top_k(top_k: int) -> tuple[int, str]:

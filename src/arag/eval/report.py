@@ -105,8 +105,9 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         "## Efficiency (per question)",
         "",
         "| Method | Dataset | Questions | Retrieved tokens | Steps | Cost (USD) | Answered | Stalled | Forced | "
-        "Errors | Recall of gold passages | Latency p50 (s) | Prompt tokens per call (processed) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "Errors | Recall of gold passages | Latency p50 (s) | Prompt tokens per call (processed) | "
+        "ms per processed / generated token |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         cost = "–" if r.get("cost_per_question") is None else f"{r['cost_per_question']:.5f}"
@@ -120,7 +121,7 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             f"{(r.get('retrieved_tokens') or 0):.0f} | {(r.get('steps') or 0):.2f} | {cost} | "
             f"{_pct(sum(1 for s in stops if s == 'answered') / n)}% | {_pct(stops.count('stalled') / n)}% | "
             f"{_pct(forced / n)}% | {r.get('errors', 0)} | {_pct(r.get('retrieval_recall'))}% | "
-            f"{'–' if p50 is None else f'{p50:.1f}'} | {_prompt_tokens(r['records'])} |"
+            f"{'–' if p50 is None else f'{p50:.1f}'} | {_prompt_tokens(r['records'])} | {_token_speed(r['records'])} |"
         )
     lines += _paired_lines(runs)
     judges = {r.get("judge_model") for r in runs if r.get("llm_acc") is not None}
@@ -137,6 +138,18 @@ def _prompt_tokens(records: list[dict[str, Any]]) -> str:
     prompt = sum(c.get("prompt_tokens") or 0 for c in calls) / len(calls)
     processed = sum((c.get("prompt_tokens") or 0) - (c.get("cached_tokens") or 0) for c in calls) / len(calls)
     return f"{prompt:.0f} ({processed:.0f})"
+
+
+def _token_speed(records: list[dict[str, Any]]) -> str:
+    """Milliseconds per processed prompt token and per generated token over the calls the server timed
+    (llama.cpp): how fast the machine was during the run, so that latencies of runs at different times compare."""
+    calls = [c for r in records for c in r.get("model_calls") or [] if isinstance(c, dict) and "generation_ms" in c]
+    processed = sum((c.get("prompt_tokens") or 0) - (c.get("cached_tokens") or 0) for c in calls)
+    generated = sum(c.get("completion_tokens") or 0 for c in calls)
+    if not calls or not processed or not generated:
+        return "–"
+    prompt_ms = sum(c.get("prompt_ms") or 0.0 for c in calls)
+    return f"{prompt_ms / processed:.0f} / {sum(c['generation_ms'] for c in calls) / generated:.0f}"
 
 
 def _paired_lines(runs: list[dict[str, Any]]) -> list[str]:
