@@ -461,7 +461,9 @@ def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, ser
     assert "plan" not in json.dumps(server.requests[1]["response_format"])  # only the first action plans
 
 
-def test_compact_actions_and_prompt_leave_out_top_k(hippo_index: Index, server: ScriptedServer) -> None:
+def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) -> None:
+    """No top_k in the actions or the prompt, no scores in results, and each result is one message that ends
+    with the step line (every prompt and generated token costs a small local model time)."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
     agent = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True)
     search = {"plan": ["x"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}}
@@ -475,21 +477,6 @@ def test_compact_actions_and_prompt_leave_out_top_k(hippo_index: Index, server: 
     for request in server.requests:
         assert "top_k" not in json.dumps(request["response_format"])
         assert "top_k" not in request["messages"][0]["content"] and "(score" not in json.dumps(request["messages"])
-    server.replies = [completion("851")]
-    make_agent(hippo_index, server).run("When did Lothair II's mother die?")
-    assert "top_k" in json.dumps(server.requests[-1]["tools"])  # the paper profile keeps the paper's signature
-
-
-def test_compact_observation_is_one_message_with_the_step_line(hippo_index: Index, server: ScriptedServer) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True)
-    search = {"plan": ["x"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}}
-    server.replies = [
-        completion(json.dumps(search)),
-        completion(json.dumps({"found": "x", "action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}})),
-        completion(json.dumps({"found": "x", "action": "final_answer", "answer": "851"})),
-    ]
-    agent.run("When did Lothair II's mother die?")
     messages = server.requests[2]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     search_result, read_result = messages[3]["content"], messages[5]["content"]
@@ -505,6 +492,7 @@ def test_compact_observation_is_one_message_with_the_step_line(hippo_index: Inde
     paper = server.requests[-1]["messages"]
     assert paper[3]["content"].startswith("Observation from keyword_search:\n")
     assert paper[4]["role"] == "user" and paper[4]["content"].startswith("[2 steps left, ")
+    assert "top_k" in json.dumps(server.requests[-1]["response_format"])  # the paper keeps the paper's signature
 
 
 def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_searches(
