@@ -78,8 +78,8 @@ READ_BEFORE_ANSWER = (
 )
 REPEATED = "You already made this exact call; its result is above."
 SWITCH_SEARCH = {
-    "semantic_search": "{repeated} Search another way now: {tool} with a few words describing the fact you still "
-    'need, e.g. {{"query": "birth place of Ana Ruiz"}}.',
+    # no example query: a small model answered with the example's entity ("Ana Ruiz", from the prompt's example)
+    "semantic_search": "{repeated} Search another way now: {tool} with a few words describing the fact you still need.",
     "keyword_search": "{repeated} Search another way now: {tool} for a name or title from what you read.",
 }
 PLAN_NOT_DONE = (
@@ -194,6 +194,7 @@ class _Guidance:
     searches: int = 0  # searches made so far
     read_nudged: set[int] = field(default_factory=set)  # searches (by number) whose hits were read for the model
     plan_nudged: bool = False
+    held_answer: str = ""  # the answer held back for the plan's next search
     options: list[str] = field(default_factory=list)  # an either-or question's two options
     yes_no: bool = False  # a yes/no question: the answer starts with Yes or No
     options_nudged: bool = False
@@ -283,13 +284,18 @@ class Agent:
                     stalls += 1
                 for call in calls if self.settings.parallel_tool_calls else calls[:1]:
                     key = toolkit.call_key(call.name, _safe_args(call.arguments))
+                    if key in done and guide.held_answer:
+                        # told to search on or to repeat its answer, it repeated a call: the answer stands (on
+                        # the README's question the hold had turned a right answer into a stall)
+                        answer, stop = guide.held_answer, "answered"
+                        break
                     if key in done:
                         result, progress = self._repeated(call, toolkit, guide)
                         # a small model repeats a call with nothing new until the guard stops it: the compact
                         # profile switches search tool once, then asks for the answer at once (saves the steps)
                         stalls = 0 if progress else self.settings.stall_limit if self.compact else stalls + 1
                     else:
-                        stalls = 0
+                        stalls, guide.held_answer = 0, ""  # a new call: what it finds may change the answer
                         done.add(key)
                         result = toolkit.call(call.name, call.arguments)
                         if result.ok and call.name != toolkit.names["chunk_read"]:
@@ -308,6 +314,8 @@ class Agent:
                     if self.on_step:
                         self.on_step(trajectory[-1])
                     self._observe(messages, call, result.observation)
+                if stop == "answered":
+                    break
                 for skipped in [] if self.settings.parallel_tool_calls else calls[1:]:
                     # the API requires an answer to every tool_call_id, executed or not
                     self._observe(messages, skipped, "Not executed: one tool call per step. Call it again if needed.")
@@ -319,11 +327,7 @@ class Agent:
                 tokens_left = max(0, self.settings.token_budget - usage.total_tokens)
                 # a small model cannot use a token count; every prompt token costs it time
                 budget = f"[{left} steps left]" if compact else f"[{left} steps left, {tokens_left} tokens left]"
-                if compact and messages[-1]["role"] == "user":
-                    # one message instead of two: each message costs a small model its chat-template tokens
-                    messages[-1]["content"] += f"\n{budget}"
-                else:
-                    messages.append({"role": "user", "content": budget})
+                messages.append({"role": "user", "content": budget})
             if stop not in ("answered", "cancelled"):
                 messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
                 answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=True))[1]
@@ -380,7 +384,7 @@ class Agent:
             self._harness_read(toolkit, unread[:2], READ_BEFORE_ANSWER, messages, trajectory)
             return True
         if not guide.plan_nudged and len(guide.plan) > guide.searches:
-            guide.plan_nudged = True
+            guide.plan_nudged, guide.held_answer = True, answer
             steps = "; ".join(f"{i}. {item}" for i, item in enumerate(guide.plan, start=1))
             messages.append(
                 {
