@@ -314,7 +314,7 @@ class Agent:
                     if self.on_step:
                         self.on_step(trajectory[-1])
                     self._observe(messages, call, result.observation)
-                if stop == "answered":
+                if stop == "answered":  # a held answer stood (above): nothing was executed, nothing to observe
                     break
                 for skipped in [] if self.settings.parallel_tool_calls else calls[1:]:
                     # the API requires an answer to every tool_call_id, executed or not
