@@ -294,6 +294,12 @@ def read_enum(request: dict[str, object]) -> list[str] | None:
     return None
 
 
+def local_json_agent(index: Index, server: ScriptedServer, max_steps: int) -> Agent:
+    """The agent as the embedded model gets it: compact profile, constrained JSON actions."""
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    return Agent(index, model, AgentSettings(max_steps=max_steps), json_actions=True)
+
+
 def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="small", max_retries=0))
     return Agent(index, model, AgentSettings(profile="compact", **settings))  # type: ignore[arg-type]
@@ -381,8 +387,7 @@ def test_compact_each_search_gets_its_top_hits_read_and_holds_cost_no_tool_step(
 
 
 def test_compact_reads_can_only_name_chunks_with_new_text(hippo_index: Index, server: ScriptedServer) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=4), json_actions=True)
+    agent = local_json_agent(hippo_index, server, max_steps=4)
 
     server.replies = [
         action("keyword_search", keywords=["Waldrada"], top_k=2),
@@ -435,8 +440,7 @@ def test_auto_profile_is_compact_only_for_the_embedded_model(hippo_index: Index,
 
 
 def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, server: ScriptedServer) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=6), json_actions=True)
+    agent = local_json_agent(hippo_index, server, max_steps=6)
     first = {
         "plan": ["who was the mother of Lothair II", "when did she die"],
         "thought": "find the mother",
@@ -464,8 +468,7 @@ def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, ser
 def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) -> None:
     """No top_k in the actions or the prompt, no scores in results, no "Observation from" line (every prompt and
     generated token costs a small local model time)."""
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True)
+    agent = local_json_agent(hippo_index, server, max_steps=3)
     search = {"plan": ["x"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}}
     server.replies = [
         completion(json.dumps(search)),
@@ -498,8 +501,7 @@ def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) ->
 def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_searches(
     people_index: Index, server: ScriptedServer
 ) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(people_index, model, AgentSettings(max_steps=4), json_actions=True)
+    agent = local_json_agent(people_index, server, max_steps=4)
     search = {
         "plan": ["year of Fortunella", "founding of Town 7"],
         "found": "nothing yet",
@@ -522,8 +524,7 @@ def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_sear
 def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search(
     hippo_index: Index, server: ScriptedServer
 ) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=5), json_actions=True)
+    agent = local_json_agent(hippo_index, server, max_steps=5)
     search = {"found": "x", "action": "keyword_search", "arguments": {"keywords": ["Ermengarde"]}}
     answer = {"found": "She died on 20 March 851.", "action": "final_answer", "answer": "20 March 851"}
     server.replies = [
@@ -551,8 +552,7 @@ def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search
 
 
 def test_compact_actions_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=4), json_actions=True)
+    agent = local_json_agent(hippo_index, server, max_steps=4)
     server.replies = [
         completion(
             json.dumps(

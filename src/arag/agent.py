@@ -284,12 +284,12 @@ class Agent:
                     stalls += 1
                 for call in calls if self.settings.parallel_tool_calls else calls[:1]:
                     key = toolkit.call_key(call.name, _safe_args(call.arguments))
-                    if key in done and guide.held_answer:
-                        # told to search on or to repeat its answer, it repeated a call: the answer stands (on
-                        # the README's question the hold had turned a right answer into a stall)
-                        answer, stop = guide.held_answer, "answered"
-                        break
                     if key in done:
+                        if guide.held_answer:
+                            # told to search on or to repeat its answer, it repeated a call: the answer stands
+                            # (on the README's question the hold had turned a right answer into a stall)
+                            answer, stop = guide.held_answer, "answered"
+                            break
                         result, progress = self._repeated(call, toolkit, guide)
                         # a small model repeats a call with nothing new until the guard stops it: the compact
                         # profile switches search tool once, then asks for the answer at once (saves the steps)
