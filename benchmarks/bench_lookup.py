@@ -12,36 +12,20 @@ decoding speed on identical work.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from arag.agent import Agent
 from arag.eval.datasets import load_dataset
 from arag.eval.runner import index_for, select_questions
-from arag.llm import ChatModel
 from arag.runtime import chat_model
 from arag.settings import LLMSettings, Settings
 from bench_index import print_table  # the sibling script: same tables
 
 
-class TimedModel(ChatModel):
-    """The embedded model, keeping llama.cpp's ``timings`` of every reply."""
-
-    def __init__(self, model: ChatModel) -> None:
-        super().__init__(model.settings, local=True)
-        self.timings: list[dict[str, Any]] = []
-
-    def _post(self, kwargs: dict[str, Any], budget: float | None) -> bytes:
-        body = super()._post(kwargs, budget)
-        self.timings.append(json.loads(body).get("timings") or {})
-        return body
-
-
-def timed_agent(settings: Settings, lookup: int, index: Any) -> tuple[Agent, TimedModel]:
+def lookup_agent(settings: Settings, lookup: int, index: Any) -> Agent:
     settings = settings.model_copy(update={"llm": LLMSettings(lookup_tokens=lookup)})
-    model = TimedModel(chat_model(settings, threads=settings.index.threads)[0])
-    return Agent(index, model, settings.agent), model
+    return Agent(index, chat_model(settings, threads=settings.index.threads)[0], settings.agent)
 
 
 def main() -> None:
@@ -62,33 +46,33 @@ def main() -> None:
     index = index_for(dataset, settings.index)
     # two servers in one process; the order alternates per question, so a machine that slows down for a while
     # (2 shared cores) does not favour one setting; prompt processing, which drafts do not touch, is the control
-    agents = {0: timed_agent(settings, 0, index), args.lookup: timed_agent(settings, args.lookup, index)}
-    baseline, drafted = [], []
+    agents = {0: lookup_agent(settings, 0, index), args.lookup: lookup_agent(settings, args.lookup, index)}
+    baseline: list[list[dict[str, Any]]] = []
+    drafted: list[list[dict[str, Any]]] = []
     for number, question in enumerate(questions):
         order = (0, args.lookup) if number % 2 == 0 else (args.lookup, 0)
         for lookup in order:
-            agent, model = agents[lookup]
-            model.timings = []
-            result = agent.run(question.question)
+            result = agents[lookup].run(question.question)
             print(f"lookup {lookup}: {question.question[:60]!r} → {result.stop_reason}, {result.latency_s:.1f} s")
-            (baseline if lookup == 0 else drafted).append(model.timings)
+            (baseline if lookup == 0 else drafted).append(result.model_calls)
     totals = {
         name: {"calls": 0, "tokens": 0, "ms": 0.0, "drafted": 0, "accepted": 0, "prompt_n": 0, "prompt_ms": 0.0}
         for name in ("off", "on")
     }
     for base_calls, draft_calls in zip(baseline, drafted, strict=True):
         for off, on in zip(base_calls, draft_calls, strict=False):
-            if (off.get("prompt_n"), off.get("predicted_n")) != (on.get("prompt_n"), on.get("predicted_n")):
+            work = ("prompt_tokens", "cached_tokens", "completion_tokens")
+            if [off[key] for key in work] != [on[key] for key in work]:
                 break  # the trajectories diverged: later calls do different work
-            for name, timing in (("off", off), ("on", on)):
+            for name, call in (("off", off), ("on", on)):
                 total = totals[name]
                 total["calls"] += 1
-                total["tokens"] += timing.get("predicted_n", 0)
-                total["ms"] += timing.get("predicted_ms", 0.0)
-                total["drafted"] += timing.get("draft_n") or 0
-                total["accepted"] += timing.get("draft_n_accepted") or 0
-                total["prompt_n"] += timing.get("prompt_n", 0)
-                total["prompt_ms"] += timing.get("prompt_ms", 0.0)
+                total["tokens"] += call["completion_tokens"]
+                total["ms"] += call.get("generation_ms", 0.0)
+                total["drafted"] += call.get("drafted_tokens", 0)
+                total["accepted"] += call.get("accepted_drafts", 0)
+                total["prompt_n"] += call["prompt_tokens"] - call["cached_tokens"]
+                total["prompt_ms"] += call.get("prompt_ms", 0.0)
     rows = []
     for name, lookup in (("off", 0), ("on", args.lookup)):
         total = totals[name]

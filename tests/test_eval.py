@@ -428,8 +428,14 @@ def test_llama_cpp_timings_are_kept_per_call_and_reported_as_the_machine_speed()
     }
     turn = parse_completion(json.dumps(body).encode())
     assert turn.timings == {"prompt_ms": 6000.0, "generation_ms": 3200.5}
-    body["timings"] = {"prompt_ms": -1, "predicted_ms": True}
+    body["timings"] = {"prompt_ms": -1, "predicted_ms": True, "draft_n": 2.5, "draft_n_accepted": -3}
     assert parse_completion(json.dumps(body).encode()).timings == {}  # nonsense is dropped, not reported
+    body["timings"] = {"predicted_ms": 900.0, "draft_n": 24, "draft_n_accepted": 15}  # a drafting server
+    assert parse_completion(json.dumps(body).encode()).timings == {
+        "generation_ms": 900.0,
+        "drafted_tokens": 24,
+        "accepted_drafts": 15,
+    }
 
     def call(prompt: int, cached: int, generated: int, prompt_ms: float, generation_ms: float) -> dict[str, float]:
         return {

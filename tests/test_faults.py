@@ -134,7 +134,15 @@ bodies = (
             | st.fixed_dictionaries({}, optional={"prompt_tokens": numbers, "completion_tokens": numbers}),
             "error": json_values,
             "timings": json_values
-            | st.fixed_dictionaries({}, optional={"prompt_ms": numbers | json_values, "predicted_ms": numbers}),
+            | st.fixed_dictionaries(
+                {},
+                optional={
+                    "prompt_ms": numbers | json_values,
+                    "predicted_ms": numbers,
+                    "draft_n": numbers | json_values,
+                    "draft_n_accepted": numbers,
+                },
+            ),
         },
     ).map(lambda body: json.dumps(body).encode())
     | st.builds(lambda v: json.dumps(v).encode(), json_values)
@@ -152,8 +160,9 @@ def test_any_reply_body_parses_or_is_one_clear_error(body: bytes) -> None:
         assert "\n" not in str(exc) and str(exc)
         return
     assert isinstance(turn.content, str)
-    assert set(turn.timings) <= {"prompt_ms", "generation_ms"}
-    assert all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in turn.timings.values())
+    assert set(turn.timings) <= {"prompt_ms", "generation_ms", "drafted_tokens", "accepted_drafts"}
+    assert all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in turn.timings.values())
+    assert all(isinstance(turn.timings[k], int) for k in ("drafted_tokens", "accepted_drafts") if k in turn.timings)
     for call in turn.tool_calls:
         assert isinstance(call["id"], str) and isinstance(call["function"]["name"], str)
         assert isinstance(call["function"]["arguments"], str)

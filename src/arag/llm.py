@@ -70,8 +70,9 @@ class ChatTurn:
     tool_calls: list[dict[str, Any]]
     finish_reason: str | None
     usage: Usage
-    # llama.cpp's own timings of the call, where the server sends them ("prompt_ms", "generation_ms"): the
-    # speed of the machine at the time, which a latency alone cannot separate from the work done
+    # llama.cpp's own timings of the call, where the server sends them ("prompt_ms", "generation_ms", and while
+    # drafting "drafted_tokens", "accepted_drafts"): the speed of the machine at the time, which a latency alone
+    # cannot separate from the work done
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -263,11 +264,16 @@ def _timings(data: dict[str, Any]) -> dict[str, float]:
     timings = data.get("timings")
     if not isinstance(timings, dict):
         return {}
-    found = {}
+    found: dict[str, float] = {}
     for ours, theirs in (("prompt_ms", "prompt_ms"), ("generation_ms", "predicted_ms")):
         value = timings.get(theirs)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9:
             found[ours] = round(float(value), 3)
+    # sent only while prompt-lookup drafting is on: how many drafted tokens the model accepted
+    for ours, theirs in (("drafted_tokens", "draft_n"), ("accepted_drafts", "draft_n_accepted")):
+        value = timings.get(theirs)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1e9:
+            found[ours] = value
     return found
 
 
