@@ -13,6 +13,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from arag.agent import Agent
 from arag.index import Index
@@ -31,7 +32,14 @@ class ScriptedModel(ChatModel):
         self.model_time = 0.0
         self.turn = 0
 
-    def complete(self, messages, tools=None, response_format=None, parallel_tool_calls=None):  # type: ignore[no-untyped-def]
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        parallel_tool_calls: bool | None = None,
+        deadline: float | None = None,
+    ) -> ChatTurn:
         started = time.perf_counter()
         script = [
             ("keyword_search", '{"keywords": ["keyword_search", "score"]}'),

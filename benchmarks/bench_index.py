@@ -105,6 +105,13 @@ def brute_semantic(vectors: np.ndarray, owner: np.ndarray, query: np.ndarray, to
     return chunks
 
 
+def embedded(index: Index) -> EmbeddedStore:
+    """The index's embedded store: this benchmark reads its files and sentence arrays directly."""
+    if not isinstance(index.store, EmbeddedStore):
+        raise SystemExit("bench_index measures the embedded store; open a directory index, not a database URL")
+    return index.store
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=Path("../shared/datasets/2wikimultihopqa"))
@@ -146,7 +153,7 @@ def main() -> None:
                 # in a child process, so that this process's peak RSS is that of opening and searching
                 dtype = "f32" if scale == 1 and not ann else args.dtype
                 child = multiprocessing.Process(
-                    target=scaled_copy, args=(base.store.index_dir, target, scale, dtype, ann)
+                    target=scaled_copy, args=(embedded(base).index_dir, target, scale, dtype, ann)
                 )
                 child.start()
                 child.join()
@@ -177,14 +184,14 @@ def main() -> None:
                     [h.chunk_id for h in index.semantic_search_vector(v, 10, exact=True)] for v in query_vectors
                 ]
                 for probe in probes:  # largest last: its figures go in the main table
-                    index.store.probes = probe  # type: ignore[attr-defined]
+                    embedded(index).probes = probe
                     recall, content_recall, p50, p95 = ann_quality(index, query_vectors, exact_top)
                     breadth.append((scale, probe, recall, content_recall, p50, p95))
             # brute force baselines in the same run, on the same data
             texts = [r.text for r in index.store.iter_chunks()]
-            offsets = np.asarray(index.store.sentence_ranges())
+            offsets = np.asarray(embedded(index).sentence_ranges())
             owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-            vectors = index.store.sentence_vectors(np.arange(index.store.n_sentences)) if scale <= 10 else None
+            vectors = embedded(index).sentence_vectors(np.arange(index.store.n_sentences)) if scale <= 10 else None
             bkw, bsem = [], []
             for keywords, vector in list(zip(keyword_queries, query_vectors, strict=True))[:10]:
                 t = time.perf_counter()

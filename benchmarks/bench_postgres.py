@@ -51,11 +51,11 @@ class Copy:
         ranges = base.doc_chunk_rows()
         records = {r.row: r for r in base.iter_chunks()}
         spans = {row: base.sentence_spans(row) for row in records}
-        self.vectors = []
+        copies = []
         for copy in range(scale):
             noisy = vectors if copy == 0 else vectors + rng.normal(0, 0.02, vectors.shape).astype(np.float32)
-            self.vectors.append(noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
-        self.vectors = np.concatenate(self.vectors)
+            copies.append(noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
+        self.vectors = np.concatenate(copies)
         self.hashes = np.concatenate([hashes ^ copy for copy in range(scale)])
         n = base.n_sentences
         for copy in range(scale):
@@ -389,9 +389,10 @@ def main() -> None:
             if not shards:
                 for ef in (args.ef_search or [])[1:]:
                     tuned = Index.open(url, threads=2, ef_search=ef)
-                    r, t = recall_at_10(tuned, query_vectors, exact10)
+                    tuned_recall, tuned_times = recall_at_10(tuned, query_vectors, exact10)
                     print(
-                        f"  ef_search {ef}: recall@10 {r:.3f}, p50 {pct(t, 50):.1f} ms, p95 {pct(t, 95):.1f} ms",
+                        f"  ef_search {ef}: recall@10 {tuned_recall:.3f}, p50 {pct(tuned_times, 50):.1f} ms, "
+                        f"p95 {pct(tuned_times, 95):.1f} ms",
                         flush=True,
                     )
                     tuned.close()

@@ -28,6 +28,7 @@ from arag.index import Index  # noqa: E402
 from arag.llm import ChatModel  # noqa: E402
 from arag.server import create_app  # noqa: E402
 from arag.settings import AgentSettings, IndexSettings, LLMSettings, ServerSettings, Settings  # noqa: E402
+from arag.store.embedded import EmbeddedStore  # noqa: E402
 from scripted_server import ScriptedServer, completion  # noqa: E402
 from test_server import LiveServer  # noqa: E402
 
@@ -63,7 +64,7 @@ async def client_loop(base: str, stop_at: float, max_requests: int, stats: dict,
                     response = await client.post("/api/search/semantic", json={"query": rng.choice(QUERIES)})
                 else:
                     response = await client.post("/api/ask", json={"question": "Who directed the film?"})
-                status = response.status_code
+                status: int | str = response.status_code
             except httpx.HTTPError as exc:
                 status = type(exc).__name__
             elapsed = time.perf_counter() - started
@@ -137,11 +138,14 @@ def main() -> None:
             call()
             times.append(time.perf_counter() - t0)
         print(f"in-process {kind}: p50 {1000 * statistics.median(times):.2f} ms, {len(times) / sum(times):.0f} q/s")
+    if not isinstance(index.store, EmbeddedStore):
+        raise SystemExit("bench_server times `arag search` on the embedded store's directory")
+    index_location = str(index.store.index_dir)
     cli_times = []
     for _ in range(5):
         t0 = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "arag", "search", "keyword", "film", "--index", str(index.store.index_dir)],
+            [sys.executable, "-m", "arag", "search", "keyword", "film", "--index", index_location],
             capture_output=True,
             check=True,
         )

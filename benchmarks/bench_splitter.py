@@ -13,11 +13,12 @@ import json
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 from arag.chunking import split_sentences
 
 
-def pysbd_boundaries(segmenter, text: str) -> set[int]:  # type: ignore[no-untyped-def]
+def pysbd_boundaries(segmenter: Any, text: str) -> set[int]:
     out, cursor = set(), 0
     for sentence in segmenter.segment(text):
         start = text.find(sentence.strip(), cursor)

@@ -151,9 +151,9 @@ class LocalServer:
         params.warmup = False
         if lookup_tokens:
             # prompt-lookup speculation: drafts the tokens that followed the last LOOKUP_NGRAM tokens earlier in
-            # the conversation and verifies them in one batch. An agent's actions copy names, ids and facts from
-            # what it read, so drafts often hold (measured ~15-20 % faster per question on 2 cores; a 0.5B
-            # draft model was slower)
+            # the conversation and verifies them in one batch. Off by default: on identical calls on 2 cores it
+            # made generation 17 % slower (41 % of drafts rejected; benchmarks/bench_lookup.py), and a 0.5B
+            # draft model was slower still
             params.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
             params.speculative.ngram_simple.size_n = LOOKUP_NGRAM
             params.speculative.ngram_simple.size_m = lookup_tokens
