@@ -129,29 +129,30 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _model_calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def model_calls_of(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every recorded model call of a run's question records, in order."""
     return [c for r in records for c in r.get("model_calls") or [] if isinstance(c, dict)]
 
 
-def _processed(call: dict[str, Any]) -> int:
+def processed_tokens(call: dict[str, Any]) -> int:
     """Prompt tokens the server processed: those not served from its prompt (KV) cache."""
     return int((call.get("prompt_tokens") or 0) - (call.get("cached_tokens") or 0))
 
 
 def _prompt_tokens(records: list[dict[str, Any]]) -> str:
     """Mean prompt tokens per model call, and (in parentheses) how many the server processed."""
-    calls = _model_calls(records)
+    calls = model_calls_of(records)
     if not calls:
         return "–"
     prompt = sum(c.get("prompt_tokens") or 0 for c in calls) / len(calls)
-    return f"{prompt:.0f} ({sum(_processed(c) for c in calls) / len(calls):.0f})"
+    return f"{prompt:.0f} ({sum(processed_tokens(c) for c in calls) / len(calls):.0f})"
 
 
 def _token_speed(records: list[dict[str, Any]]) -> str:
     """Milliseconds per processed prompt token and per generated token over the calls the server timed
     (llama.cpp): how fast the machine was during the run, so that latencies of runs at different times compare."""
-    calls = [c for c in _model_calls(records) if "generation_ms" in c]
-    processed = sum(_processed(c) for c in calls)
+    calls = [c for c in model_calls_of(records) if "generation_ms" in c]
+    processed = sum(processed_tokens(c) for c in calls)
     generated = sum(c.get("completion_tokens") or 0 for c in calls)
     if not calls or not processed or not generated:
         return "–"
