@@ -68,7 +68,9 @@ def main() -> None:
                 note, frame = action_text(step)
                 notes += tokens(note)
                 actions += tokens(frame)
-            answer = json.dumps({"found": "", "action": "final_answer", "answer": record.get("prediction") or ""})
+            answer = json.dumps(
+                {"found": "", "action": "final_answer", "answer": record.get("prediction") or ""}, ensure_ascii=False
+            )
             answers += tokens(answer)
         n = len(records)
         rows.append(
