@@ -17,6 +17,7 @@ from typing import Any
 
 from arag.agent import Agent
 from arag.eval.datasets import load_dataset
+from arag.eval.report import processed_tokens
 from arag.eval.runner import index_for, select_questions
 from arag.runtime import chat_model
 from arag.settings import LLMSettings, Settings
@@ -71,7 +72,7 @@ def main() -> None:
                 total["ms"] += call.get("generation_ms", 0.0)
                 total["drafted"] += call.get("drafted_tokens", 0)
                 total["accepted"] += call.get("accepted_drafts", 0)
-                total["prompt_n"] += call["prompt_tokens"] - call["cached_tokens"]
+                total["prompt_n"] += processed_tokens(call)
                 total["prompt_ms"] += call.get("prompt_ms", 0.0)
     rows = []
     for name, lookup in (("off", 0), ("on", args.lookup)):
