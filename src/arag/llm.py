@@ -265,15 +265,17 @@ def _timings(data: dict[str, Any]) -> dict[str, float]:
     if not isinstance(timings, dict):
         return {}
     found: dict[str, float] = {}
-    for ours, theirs in (("prompt_ms", "prompt_ms"), ("generation_ms", "predicted_ms")):
+    # durations may be fractional; the draft counts (sent only while prompt-lookup drafting is on) are whole
+    fields = (
+        ("prompt_ms", "prompt_ms", (int, float)),
+        ("generation_ms", "predicted_ms", (int, float)),
+        ("drafted_tokens", "draft_n", int),
+        ("accepted_drafts", "draft_n_accepted", int),
+    )
+    for ours, theirs, kind in fields:
         value = timings.get(theirs)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9:
-            found[ours] = round(float(value), 3)
-    # sent only while prompt-lookup drafting is on: how many drafted tokens the model accepted
-    for ours, theirs in (("drafted_tokens", "draft_n"), ("accepted_drafts", "draft_n_accepted")):
-        value = timings.get(theirs)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1e9:
-            found[ours] = value
+        if isinstance(value, kind) and not isinstance(value, bool) and 0 <= value < 1e9:
+            found[ours] = round(float(value), 3) if kind is not int else value
     return found
 
 
