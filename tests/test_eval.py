@@ -450,3 +450,31 @@ def test_llama_cpp_timings_are_kept_per_call_and_reported_as_the_machine_speed()
     calls = [call(1200, 1000, 40, 6000.0, 3200.0), call(1300, 1200, 60, 3000.0, 4800.0), untimed]
     assert _token_speed([{"model_calls": calls}]) == "30 / 80"  # (6000 + 3000) / 300, (3200 + 4800) / 100
     assert _token_speed([{"model_calls": [untimed]}]) == "–"
+
+
+def test_cached_evaluation_index_survives_a_new_mtime_but_not_new_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import shutil
+
+    from arag.eval.runner import index_for
+    from arag.settings import IndexSettings
+
+    monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.copytree(DATASETS / "arag-mini", tmp_path / "arag-mini")
+    dataset = load_dataset(tmp_path / "arag-mini")
+    settings = IndexSettings(embedder="fake", threads=1)
+    first = index_for(dataset, settings)
+    built = first.store.index_dir
+    first.close()
+    os.utime(dataset.corpus, (1_900_000_000, 1_900_000_000))  # a re-copied dataset: same bytes, new mtime
+    again = index_for(load_dataset(tmp_path / "arag-mini"), settings)
+    assert again.store.index_dir == built
+    again.close()
+    text = dataset.corpus.read_text()
+    assert "lothair" in text
+    dataset.corpus.write_text(text.replace("lothair", "lothar"))
+    changed = index_for(load_dataset(tmp_path / "arag-mini"), settings)
+    assert changed.store.index_dir != built
+    assert changed.keyword_search(["lothar ii"], 1) and not changed.keyword_search(["lothair"], 1)

@@ -41,7 +41,7 @@ def index_for(
     dataset: Dataset, settings: IndexSettings, index_dir: str | Path | None = None, progress: Any = None
 ) -> Index:
     """The dataset corpus's index, built once per (corpus file, index settings) and reused afterwards."""
-    from arag.embedding import cache_dir
+    from arag.embedding import cache_dir, sha256_file
     from arag.indexing import build_index
 
     if index_dir is not None and is_database_url(index_dir):
@@ -50,12 +50,12 @@ def index_for(
         build_index([dataset.corpus], index_dir, settings, rebuild=True, progress=progress)
         return Index.open_with(index_dir, settings)
     if index_dir is None:
-        stat = dataset.corpus.stat()
+        # the corpus by content, not by mtime: a copied or re-extracted dataset (a new mtime) reuses its index,
+        # and hashing even a large corpus file costs seconds against the minutes of a rebuild
         key = json.dumps(
             [
                 str(dataset.corpus.resolve()),
-                stat.st_size,
-                int(stat.st_mtime),
+                sha256_file(dataset.corpus),
                 settings.model_dump(
                     mode="json",
                     exclude={"threads", "embed_batch_size", "ann_probes", "hnsw_ef_search", "pg_statement_timeout_s"},
