@@ -282,15 +282,17 @@ def hit_ids(observation: str) -> list[str]:
 
 
 def action(name: str, **arguments: object) -> dict[str, object]:
-    """A scripted JSON action of the compact profile."""
-    return completion(json.dumps({"found": "x", "action": name, "arguments": arguments}))
+    """A scripted JSON action of the compact profile, flat as its grammar has it: {"chunk_read": ["hit 1"]}, or
+    {"keyword_search": {"keywords": [...], "top_k": 2}} with more than one argument."""
+    value = next(iter(arguments.values())) if len(arguments) == 1 else arguments
+    return completion(json.dumps({"found": "x", name: value}))
 
 
 def read_enum(request: dict[str, object]) -> list[str] | None:
     """The chunk ids a request's grammar lets chunk_read name (None: no read allowed)."""
     for variant in request["response_format"]["json_schema"]["schema"]["anyOf"]:  # type: ignore[index]
-        if variant["properties"]["action"]["enum"] == ["chunk_read"]:
-            return list(variant["properties"]["arguments"]["properties"]["chunk_ids"]["items"]["enum"])
+        if "chunk_read" in variant["properties"]:
+            return list(variant["properties"]["chunk_read"]["items"]["enum"])
     return None
 
 
@@ -518,7 +520,64 @@ def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_sear
     assert result.read_chunks == ["Fortunella#0", "Town 7#0"] and len(result.trajectory) == 2
     # the plan's two searches were made by one: the answer is not held back for a second search
     assert result.stop_reason == "answered" and result.answer == "Fortunella" and len(server.requests) == 3
-    assert '{"chunk_ids": ["hit 1", "hit 2"]}' in server.requests[0]["messages"][0]["content"]  # the prompt's example
+    assert 'chunk_read ["hit 1", "hit 2"]' in server.requests[0]["messages"][0]["content"]  # the prompt's example
+    assert '{"chunk_read": ["hit 1", "hit 2"]}' in result.trajectory[0].observation  # as the model writes it
+
+
+def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index: Index, server: ScriptedServer) -> None:
+    agent = local_json_agent(hippo_index, server, max_steps=4)
+    server.replies = [
+        completion(json.dumps({"plan": ["her death"], "found": "nothing yet", "keyword_search": ["Ermengarde"]})),
+        completion(json.dumps({"found": "a snippet", "chunk_read": ["hit 1"]})),
+        completion(json.dumps({"found": "x", "keyword_search": {"keywords": ["Ermengarde"], "top_k": 3}})),
+        completion(json.dumps({"found": "She died on 20 March 851.", "answer": "20 March 851 [chunk x]"})),
+    ]
+    result = agent.run("When did Ermengarde of Tours die?")
+    assert [(s.tool, s.arguments) for s in result.trajectory] == [
+        ("keyword_search", {"keywords": ["Ermengarde"], "top_k": 5}),
+        ("chunk_read", {"chunk_ids": ["hit 1"]}),
+        ("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}),
+    ]
+    assert result.stop_reason == "answered" and result.answer == "20 March 851 [chunk x]"
+    assert result.trajectory[1].thought == "a snippet"
+    search, read, again = (step.observation for step in result.trajectory)
+    assert 'Read the most promising hit in full: {"chunk_read": ["hit 1"]}.' in search
+    assert read.startswith("[chunk Ermengarde of Tours#0]\n")  # a one-chunk passage: no "(prev: -, next: -)"
+    read_hit = next(line for line in again.splitlines() if "Ermengarde of Tours#0" in line)
+    following = again.splitlines()[again.splitlines().index(read_hit) + 1]
+    assert read_hit.endswith("[already read]") and not following.startswith("  - ")  # no snippets of read text
+    first, later = (r["response_format"]["json_schema"]["schema"]["anyOf"] for r in server.requests[:2])
+    assert [sorted(v["properties"]) for v in first] == [
+        ["found", "keyword_search", "plan"],
+        ["found", "plan", "semantic_search"],
+    ]
+    assert first[0]["properties"]["keyword_search"]["type"] == "array"
+    assert first[1]["properties"]["semantic_search"]["type"] == "string"
+    assert [v["required"] for v in later][-2:] == [["found", "chunk_read"], ["found", "answer"]]
+    prompt = server.requests[0]["messages"][0]["content"]
+    assert '{"found": "...", "keyword_search": ["Hamlet"]}' in prompt and '"action"' not in prompt
+
+
+def test_compact_actions_without_notes_keep_the_note_on_the_answer(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=3, action_notes=False), json_actions=True)
+    server.replies = [
+        completion(json.dumps({"plan": ["her death"], "semantic_search": "when Ermengarde died"})),
+        completion(json.dumps({"chunk_read": ["hit 1"]})),
+        completion(json.dumps({"found": "She died on 20 March 851.", "answer": "20 March 851"})),
+    ]
+    result = agent.run("When did Ermengarde of Tours die?")
+    assert [s.tool for s in result.trajectory] == ["semantic_search", "chunk_read"]
+    assert result.answer == "20 March 851" and result.stop_reason == "answered"
+    variants = server.requests[1]["response_format"]["json_schema"]["schema"]["anyOf"]
+    assert [v["required"] for v in variants] == [
+        ["keyword_search"],
+        ["semantic_search"],
+        ["chunk_read"],
+        ["found", "answer"],
+    ]
+    prompt = server.requests[0]["messages"][0]["content"]
+    assert '{"keyword_search": ["Hamlet"]}' in prompt and '"found": "nothing yet"' not in prompt
 
 
 def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search(

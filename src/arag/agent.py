@@ -94,6 +94,11 @@ OPTION_NOT_READ = (
     'about both: keyword_search for "{option}" and read its hit, then answer.'
 )
 
+COMPARISON_PLAN = (
+    '\nA comparison needs one search per item: for "Who was born first, Ann Lee or Bo Chan?" the plan is '
+    '["birth date of Ann Lee", "birth date of Bo Chan"].'
+)
+
 # "Yes", "No, both are American [chunk …]": llama.cpp's grammar takes anchored patterns without \b
 YES_NO_PATTERN = r"^(Yes|No)([,.;:]? [^\n]*)?$"
 
@@ -117,6 +122,8 @@ def action_schema(
     options: list[str] | None = None,
     yes_no: bool = False,
     blocked: str | None = None,
+    flat: bool = False,
+    action_notes: bool = True,
 ) -> dict[str, Any]:
     """JSON schema whose variants are the enabled tools plus final_answer (for response_format); with ``plan``,
     the action starts with the plan of searches (the compact profile's first action); with ``notes``, the
@@ -124,9 +131,12 @@ def action_schema(
     read hit after hit past the answer; a field it must fill makes it state the facts before acting); with
     ``readable``, chunk_read may only name those references (none: no read); with ``options`` (an
     either-or question), the answer is one of them; with ``yes_no``, the answer starts with Yes or No; the
-    ``blocked`` tool is left out."""
+    ``blocked`` tool is left out. With ``flat``, a call is {"<tool>": <its one argument>} and the answer
+    {"answer": …} (no "action"/"arguments" frame: ~9 generated tokens fewer per action, each ~0.1 s on 2 cores);
+    without ``action_notes``, only the answer carries the note."""
     planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if plan else {}
     note = {"found": FOUND_SCHEMA} if notes else {"thought": {"type": "string"}}
+    call_note = note if action_notes else {}
     variants = []
     for schema in toolkit.schemas() if toolkit else []:
         name, parameters = schema["function"]["name"], schema["function"]["parameters"]
@@ -146,29 +156,26 @@ def action_schema(
                     "required": ["chunk_ids"],
                     "additionalProperties": False,
                 }
+        if flat:
+            only = list(parameters["properties"].values())
+            call: dict[str, Any] = {name: only[0] if len(only) == 1 else parameters}
+        else:
+            call = {"action": {"type": "string", "enum": [name]}, "arguments": parameters}
         variants.append(
             {
                 "type": "object",
-                "properties": {
-                    **planned,
-                    **note,
-                    "action": {"type": "string", "enum": [name]},
-                    "arguments": parameters,
-                },
-                "required": [*planned, *note, "action", "arguments"],
+                "properties": {**planned, **call_note, **call},
+                "required": [*planned, *call_note, *call],
                 "additionalProperties": False,
             }
         )
     if allow_answer:
+        final: dict[str, Any] = {} if flat else {"action": {"type": "string", "enum": ["final_answer"]}}
         variants.append(
             {
                 "type": "object",
-                "properties": {
-                    **note,
-                    "action": {"type": "string", "enum": ["final_answer"]},
-                    "answer": _answer_schema(options, yes_no),
-                },
-                "required": [*note, "action", "answer"],
+                "properties": {**note, **final, "answer": _answer_schema(options, yes_no)},
+                "required": [*note, *final, "answer"],
                 "additionalProperties": False,
             }
         )
@@ -223,6 +230,8 @@ class Agent:
         self.json_actions = json_actions if json_actions is not None else mode == "json" or (mode == "auto" and local)
         profile = self.settings.profile
         self.compact = profile == "compact" or (profile == "auto" and local)
+        self.flat = self.json_actions and self.compact  # {"keyword_search": [...]}: the shortest action to write
+        self.action_notes = self.settings.action_notes or not self.flat
         self.system_prompt = load_system_prompt(self.settings, self.compact)
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
@@ -250,6 +259,7 @@ class Agent:
             expose_top_k=not compact,
         )
         toolkit.focus_query = question
+        toolkit.flat_calls = self.flat
         usage, trajectory = Usage(), list[Step]()
         model_calls: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = [
@@ -269,7 +279,7 @@ class Agent:
                     stop = "token_budget"
                     break
                 turn = self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=False, first=step == 0)
-                calls, answer, thought, plan = self._parse(turn)
+                calls, answer, thought, plan = self._parse(turn, toolkit)
                 guide.plan = guide.plan or plan
                 if not calls and answer and self._hold_answer(answer, guide, toolkit, messages, trajectory):
                     step -= 1  # a held answer costs no tool step (each kind of hold is bounded, see _hold_answer)
@@ -330,7 +340,8 @@ class Agent:
                 messages.append({"role": "user", "content": budget})
             if stop not in ("answered", "cancelled"):
                 messages.append({"role": "user", "content": FINAL_COMPACT if self.compact else FINAL_PAPER})
-                answer = self._parse(self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=True))[1]
+                turn = self._ask(messages, toolkit, usage, model_calls, deadline, guide, final=True)
+                answer = self._parse(turn, toolkit)[1]
         except TimeBudgetExceeded as exc:
             stop, error = "time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)"
         except LLMError as exc:
@@ -455,29 +466,43 @@ class Agent:
                     f"{name}: {prop.get('type', 'any')}" for name, prop in fn["parameters"]["properties"].items()
                 )
                 text += f"\n- {fn['name']}({params}): {fn['description']}"
-            note = "found" if self.compact else "thought"
-            text += (
-                f'\n\nReply with one JSON object per turn, either a tool call {{"{note}": "...", "action": "<tool>", '
-                f'"arguments": {{...}}}} or the answer {{"{note}": "...", "action": "final_answer", "answer": "..."}}.'
-            )
-            if self.compact:
-                text += (
-                    '\n"found" is what the text you have read so far says that helps answer the question, in one '
-                    'sentence ("nothing yet" at first). When it holds the answer, give the final answer.'
-                    "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
-                    '"Where was the author of Hamlet born?": {"plan": ["who wrote Hamlet", "where was that author '
-                    'born"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": '
-                    '["Hamlet"]}}. Later: {"found": "Hamlet was written by William Shakespeare.", '
-                    '"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}'
-                    '\nA comparison needs one search per item: for "Who was born first, Ann Lee or Bo Chan?" the plan '
-                    'is ["birth date of Ann Lee", "birth date of Bo Chan"].'
-                )
+            if self.flat:
+                text += self._flat_format(toolkit)
             else:
                 text += (
-                    '\nExample for the question "Where was the author of Hamlet born?": {"thought": "First find who '
-                    'wrote Hamlet.", "action": "keyword_search", "arguments": {"keywords": ["Hamlet"], "top_k": 5}}'
+                    '\n\nReply with one JSON object per turn, either a tool call {"thought": "...", "action": '
+                    '"<tool>", "arguments": {...}} or the answer {"thought": "...", "action": "final_answer", '
+                    '"answer": "..."}.\nExample for the question "Where was the author of Hamlet born?": {"thought": '
+                    '"First find who wrote Hamlet.", "action": "keyword_search", "arguments": {"keywords": '
+                    '["Hamlet"], "top_k": 5}}'
                 )
         return text
+
+    def _flat_format(self, toolkit: Toolkit) -> str:
+        """How the compact profile's JSON actions look: {"<tool>": <argument>}, the first one with the plan."""
+        search = (
+            toolkit.names["keyword_search"]
+            if "keyword_search" in toolkit.enabled
+            else toolkit.names[toolkit.enabled[0]]
+        )
+        first, later = '["Hamlet"]', '["William Shakespeare"]'
+        if toolkit.canonical(search) == "semantic_search":
+            first, later = '"who wrote Hamlet"', '"William Shakespeare birthplace"'
+        note, found = ('"found": "...", ', '"found": "nothing yet", ') if self.action_notes else ("", "")
+        later_note = '"found": "Hamlet was written by William Shakespeare.", ' if self.action_notes else ""
+        return (
+            f'\n\nReply with one JSON object per turn: a tool call {{{note}"<tool>": <its argument>}}, e.g. '
+            f'{{{note}"{search}": {first}}}, or the answer {{"found": "...", "answer": "..."}}.'
+            '\n"found" is what the text you have read so far says that helps answer the question, in one sentence'
+            + (
+                ' ("nothing yet" at first). When it holds the answer, give the final answer.'
+                if self.action_notes
+                else "."
+            )
+            + "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
+            f'"Where was the author of Hamlet born?": {{"plan": ["who wrote Hamlet", "where was that author born"], '
+            f'{found}"{search}": {first}}}. Later: {{{later_note}"{search}": {later}}}' + COMPARISON_PLAN
+        )
 
     def _ask(
         self,
@@ -505,6 +530,8 @@ class Agent:
                 options=guide.options if self.compact else None,
                 yes_no=guide.yes_no and self.compact,
                 blocked=blocked,
+                flat=self.flat,
+                action_notes=self.action_notes,
             )
             turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
         else:
@@ -527,9 +554,9 @@ class Agent:
         messages.append(turn.message)
         return turn
 
-    def _parse(self, turn: ChatTurn) -> tuple[list[_Call], str, str, list[str]]:
-        """Tool calls, answer text, thought and plan from a turn (native calls, JSON actions, or calls printed
-        as text)."""
+    def _parse(self, turn: ChatTurn, toolkit: Toolkit) -> tuple[list[_Call], str, str, list[str]]:
+        """Tool calls, answer text, thought and plan from a turn (native calls, JSON actions nested or flat, or
+        calls printed as text)."""
         if turn.tool_calls:
             return (
                 [_Call(c["function"]["name"], c["function"]["arguments"], c["id"]) for c in turn.tool_calls],
@@ -544,6 +571,8 @@ class Agent:
             raw_plan = data.get("plan")
             plan = [_as_text(p) for p in raw_plan[:3] if _as_text(p).strip()] if isinstance(raw_plan, list) else []
             arguments = data.get("arguments", data.get("parameters", data.get("action_input", {})))
+            if not name:
+                name, arguments = _flat_action(data, toolkit)
             if name == "final_answer":
                 answer = data.get("answer")
                 if answer is None and isinstance(arguments, dict):
@@ -573,6 +602,26 @@ class Agent:
                 if chunk_id and chunk_id not in cited:
                     cited.append(chunk_id)
         return [{"chunk_id": c, "verified": c in toolkit.tracker.seen_ids} for c in cited]
+
+
+_NOT_ACTIONS = ("plan", "found", "thought")
+
+
+def _flat_action(data: dict[str, Any], toolkit: Toolkit) -> tuple[str, Any]:
+    """(tool or "final_answer", arguments) of a flat action: {"keyword_search": ["X"]}, {"keyword_search":
+    {"keywords": ["X"]}}, {"answer": "…"}; ("", {}) when no key names one."""
+    for key, value in data.items():
+        if key in ("answer", "final_answer"):
+            return "final_answer", {"answer": value}
+        if key in _NOT_ACTIONS or toolkit.canonical(key) not in toolkit.enabled:
+            continue
+        if isinstance(value, dict):
+            return key, value
+        tool = toolkit.canonical(key)
+        schema = next((s for s in toolkit.schemas() if toolkit.canonical(s["function"]["name"]) == tool), None)
+        required = schema["function"]["parameters"].get("required", []) if schema else []
+        return key, {required[0]: value} if required else value
+    return "", {}
 
 
 def _safe_args(arguments: Any) -> dict[str, Any]:

@@ -140,6 +140,11 @@ class AgentSettings(BaseModel):
         "one of the two options, and the answer to a yes/no question ('Are both … from the same country?') must "
         "start with Yes or No (constrained decoding).",
     )
+    action_notes: bool = Field(
+        True,
+        description="Compact profile with JSON actions: every action starts with a 'found' note (what the text read "
+        "so far says); False: only the final answer does (each note costs a small model ~15 generated tokens).",
+    )
     reads_per_search: int = Field(
         2,
         ge=0,

@@ -124,6 +124,8 @@ class Toolkit:
         self.expose_top_k = expose_top_k
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
+        # the model writes a call as {"chunk_read": [...]} (the compact profile's JSON actions), so the hints do
+        self.flat_calls = False
 
     # ------------------------------------------------------------------ the tools
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
@@ -201,15 +203,19 @@ class Toolkit:
                 parts.append(f"[chunk {chunk_id}] not found: no chunk has this id; use ids from search results.")
                 continue
             neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
+            if self.hints and not (record.prev_id or record.next_id):
+                neighbours = ""  # "prev: -, next: -" on every one-chunk passage cost a small model ~10 tokens
             self.offered.update((n, None) for n in (record.prev_id, record.next_id) if n)
             if chunk_id in self.tracker.read_ids:
-                parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated ({neighbours}).")
+                about = f" ({neighbours})" if neighbours else ""
+                parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated{about}.")
                 continue
             self.tracker.read_ids.add(chunk_id)
             self.tracker.seen_ids.add(chunk_id)
             self._shown.append(chunk_id)
             focus, text = self._read_view(record)
-            parts.append(f"[chunk {chunk_id}] ({neighbours}{f'; {focus}' if focus else ''})\n{text}")
+            about = "; ".join(part for part in (neighbours, focus) if part)
+            parts.append(f"[chunk {chunk_id}]{f' ({about})' if about else ''}\n{text}")
         return notes + "\n\n".join(parts)
 
     def _read_view(self, record: ChunkRecord) -> tuple[str, str]:
@@ -366,6 +372,8 @@ class Toolkit:
             if self.full_text_results and record is not None:
                 lines.append(record.text.strip())
                 continue
+            if mark and self.hints:
+                continue  # its full text is in the context already: its snippets only cost prompt tokens
             for snippet in hit.snippets[: self.snippets_per_hit]:
                 lines.append(f"  - {_shorten(snippet, self.snippet_chars)}")
             if len(hit.snippets) > self.snippets_per_hit:
@@ -385,14 +393,18 @@ class Toolkit:
                 self.last_pair = True
                 lines.append(
                     "These are only snippets. Hits 1 and 2 match different keywords: read both at once, "
-                    f'{self.names["chunk_read"]} {{"chunk_ids": ["hit 1", "hit 2"]}}.'
+                    f"{self.read_call('hit 1', 'hit 2')}."
                 )
             elif unread:
-                lines.append(
-                    f"These are only snippets. Read the most promising hit in full: {self.names['chunk_read']} "
-                    f'{{"chunk_ids": ["hit {unread[0]}"]}}.'
-                )
+                read = self.read_call(f"hit {unread[0]}")
+                lines.append(f"These are only snippets. Read the most promising hit in full: {read}.")
         return "\n".join(lines)
+
+    def read_call(self, *references: str) -> str:
+        """A chunk_read call as the model writes it, for hints."""
+        ids = json.dumps(list(references), ensure_ascii=False)
+        name = self.names["chunk_read"]
+        return f'{{"{name}": {ids}}}' if self.flat_calls else f'{name} {{"chunk_ids": {ids}}}'
 
     # ------------------------------------------------------------------ dispatch
     def functions(self) -> dict[str, Callable[..., str]]:
