@@ -26,11 +26,30 @@ from arag.local_llm import LocalServer, resolve_model
 from bench_index import print_table  # the sibling script: same tables
 
 
-def action_text(step: dict[str, Any]) -> tuple[str, str]:
-    """The note and the rest of a step's action, as the compact grammar spells it (top_k is not in it)."""
+def action_text(step: dict[str, Any], flat: bool) -> tuple[str, str]:
+    """The note and the rest of a step's action, as the compact grammar spells it (top_k is not in it): nested
+    ({"action": …, "arguments": {…}}, runs before flat actions) or flat ({"<tool>": <argument>})."""
     arguments = {k: v for k, v in (step.get("arguments") or {}).items() if k != "top_k"}
-    frame = json.dumps({"found": "", "action": step.get("tool"), "arguments": arguments}, ensure_ascii=False)
-    return str(step.get("thought") or ""), frame
+    note = str(step.get("thought") or "")
+    if flat:
+        value = next(iter(arguments.values())) if len(arguments) == 1 else arguments
+        return note, json.dumps({"found": "", step.get("tool"): value} if note else {step.get("tool"): value})
+    return note, json.dumps({"found": "", "action": step.get("tool"), "arguments": arguments}, ensure_ascii=False)
+
+
+def answer_text(answer: str, flat: bool) -> str:
+    spelled = {"found": "", "answer": answer} if flat else {"found": "", "action": "final_answer", "answer": answer}
+    return json.dumps(spelled, ensure_ascii=False)
+
+
+def flat_actions(run: Path) -> bool:
+    """Whether the run's model wrote flat actions: the config records it since 600c451's successor; a run of
+    600c451 itself is known by its agent.action_notes setting, which came with the flat actions."""
+    settings = json.loads((run / "config.json").read_text()).get("settings", {})
+    recorded = settings.get("protocol", {}).get("actions")
+    if recorded is not None:
+        return str(recorded).startswith("flat")
+    return "action_notes" in settings.get("agent", {})
 
 
 def main() -> None:
@@ -63,15 +82,15 @@ def main() -> None:
         ms_processed = sum(c["prompt_ms"] for c in timed) / max(1, sum(processed_tokens(c) for c in timed))
         ms_generated = sum(c["generation_ms"] for c in timed) / max(1, sum(c["completion_tokens"] for c in timed))
         notes = actions = answers = 0
+        flat = flat_actions(run)
         for record in records:
             for step in record.get("trajectory") or []:
-                note, frame = action_text(step)
+                if step.get("thought") == "(harness)":
+                    continue  # a read the harness made: the model wrote nothing
+                note, frame = action_text(step, flat)
                 notes += tokens(note)
                 actions += tokens(frame)
-            answer = json.dumps(
-                {"found": "", "action": "final_answer", "answer": record.get("prediction") or ""}, ensure_ascii=False
-            )
-            answers += tokens(answer)
+            answers += tokens(answer_text(record.get("prediction") or "", flat))
         n = len(records)
         rows.append(
             {

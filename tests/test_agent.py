@@ -995,3 +995,35 @@ def test_compact_first_fruitless_repeated_search_must_switch_search_tool(
     server.default = completion("Lothair II")
     paper = make_agent(hippo_index, server).run("Whom did Hucbert serve?")
     assert paper.trajectory[1].observation.startswith("You already made this exact call; its result is above. Use it")
+
+
+PARSER_REJECTED = {
+    "error": {
+        "code": 500,
+        "message": "The model produced output that does not match the expected peg-native format",
+        "type": "server_error",
+    }
+}
+
+
+def test_constrained_reply_rejected_by_the_server_is_asked_once_without_grammar(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    agent = local_json_agent(hippo_index, server, max_steps=1)
+    server.replies = [
+        completion(json.dumps({"plan": ["p"], "found": "nothing yet", "keyword_search": ["Ermengarde"]})),
+        (500, PARSER_REJECTED),  # the forced final answer, as llama.cpp failed it on one of 100 questions
+        completion('{"found": "She died in 851.", "answer": "20 March 851"}'),
+    ]
+    result = agent.run("When did Ermengarde of Tours die?")
+    assert result.stop_reason == "max_steps" and result.answer == "20 March 851" and result.error is None
+    constrained, unconstrained = server.requests[1:]
+    assert "response_format" in constrained and "response_format" not in unconstrained
+    assert unconstrained["messages"] == constrained["messages"]
+    assert result.model_calls[-1]["grammar_rejected"] is True and "grammar_rejected" not in result.model_calls[0]
+    # any other server error ends the question as before, and so does a second rejection
+    for replies in ([(500, {"error": {"message": "out of memory"}})], [(500, PARSER_REJECTED)] * 2):
+        server.replies = [completion(json.dumps({"plan": ["p"], "found": "x", "keyword_search": ["Lothair"]}))]
+        server.replies += replies
+        failed = agent.run("When did Lothair II die?")
+        assert failed.stop_reason == "error" and "HTTP 500" in (failed.error or "") and failed.answer == ""

@@ -408,6 +408,7 @@ def test_authors_protocol_prompts_and_tool_names_are_used_and_recorded(tmp_path:
         "judge_prompt_sha256": hashlib.sha256(judge_prompt.read_bytes()).hexdigest(),
         "judge_prompt_file": str(judge_prompt),
         "tool_names": ["keyword_search", "semantic_search", "read_chunk"],
+        "actions": "native",  # a hosted model: the paper's native tool calls
     }
     bad = tmp_path / "bad.txt"
     bad.write_text("Is this right? {question}")

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
-from arag.errors import ConfigError, InputError, LLMError, TimeBudgetExceeded
+from arag.errors import ConfigError, InputError, LLMError, OutputRejected, TimeBudgetExceeded
 from arag.index import Index
 from arag.llm import ChatModel, ChatTurn, Usage
 from arag.settings import AgentSettings
@@ -519,6 +519,7 @@ class Agent:
         if self.on_model_call:
             self.on_model_call(len(model_calls))
         blocked, guide.blocked = guide.blocked, None  # for one action
+        rejected = False  # the constrained reply was rejected by the server and the call made without grammar
         if self.json_actions:
             # A small model answers from memory unless its first action must be a retrieval.
             fmt = action_schema(
@@ -533,7 +534,13 @@ class Agent:
                 flat=self.flat,
                 action_notes=self.action_notes,
             )
-            turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
+            try:
+                turn = self.model.complete(messages, response_format=fmt, deadline=deadline)
+            except OutputRejected:
+                # llama.cpp's parser rejected the constrained output; at temperature 0 the same request fails
+                # again, so the model is asked once without the grammar (its text reply is parsed as usual)
+                turn = self.model.complete(messages, deadline=deadline)
+                rejected = True
         else:
             turn = self.model.complete(
                 messages,
@@ -549,6 +556,7 @@ class Agent:
                 "cached_tokens": turn.usage.cached_tokens,
                 "latency_s": round(time.perf_counter() - started, 4),
                 **turn.timings,
+                **({"grammar_rejected": True} if rejected else {}),
             }
         )
         messages.append(turn.message)

@@ -653,6 +653,7 @@ def _run_one(
         "judge_prompt_sha256": _sha256_text(judge_prompt) if judge else None,
         "judge_prompt_file": str(settings.eval.judge_prompt_file) if settings.eval.judge_prompt_file else None,
         "tool_names": list(method_impl.tool_names),
+        "actions": method_impl.actions,
     }
     config = {
         "dataset": dataset.name,

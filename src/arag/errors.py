@@ -29,6 +29,11 @@ class LLMError(ARagError):
     """The language model endpoint failed in a way retries could not fix."""
 
 
+class OutputRejected(LLMError):
+    """The model server's own parser rejected what the model generated under a grammar (llama.cpp's HTTP 500 "The
+    model produced output that does not match the expected … format"); the same request fails again."""
+
+
 class TimeBudgetExceeded(LLMError):
     """The wall-clock budget of one question ran out (setting agent.time_budget_s)."""
 

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from arag.errors import ConfigError, LLMError, TimeBudgetExceeded
+from arag.errors import ConfigError, LLMError, OutputRejected, TimeBudgetExceeded
 from arag.settings import LLMSettings
 
 # USD per 1M tokens (input, output); override or extend with Settings.prices.
@@ -138,7 +138,10 @@ class ChatModel:
                 f"({attempts} attempts); check the endpoint or raise ARAG_LLM__TIMEOUT_S"
             ) from None
         except openai.APIStatusError as exc:
-            raise LLMError(f"{self._label()} answered HTTP {exc.status_code}: {_brief(exc)}") from None
+            message = f"{self._label()} answered HTTP {exc.status_code}: {_brief(exc)}"
+            if exc.status_code == 500 and _PARSER_REJECTED in str(exc):
+                raise OutputRejected(message) from None
+            raise LLMError(message) from None
         except openai.APIConnectionError as exc:
             if self.local:
                 raise LLMError(f"the local model server stopped answering: {exc}") from None
@@ -342,6 +345,11 @@ def _preview(body: bytes) -> str:
     text = body[:200].decode("utf-8", "replace")
     text = " ".join(text.split())
     return (text or "(empty)") + ("…" if len(body) > 200 else "")
+
+
+# llama.cpp's chat parser on generated text it cannot parse; a known server bug under response_format (generation
+# can end mid-object), 1 of 100 final answers at 1685390
+_PARSER_REJECTED = "The model produced output that does not match the expected"
 
 
 def _brief(exc: Exception) -> str:

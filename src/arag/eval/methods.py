@@ -50,6 +50,7 @@ class Method:
     name: str
     system_prompt: str = ANSWER_PROMPT  # recorded by hash in the run's config
     tool_names: tuple[str, ...] = ()  # the names the model sees
+    actions = "text"  # how the model acts: "text" (an answer), "native" tool calls, "json" or "flat json" actions
 
     def answer(self, question: str) -> MethodOutput:
         raise NotImplementedError
@@ -119,6 +120,10 @@ class AgentMethod(Method):
         self.agent = Agent(index, model, settings.model_copy(update={"tools": tools}), json_actions=json_actions)
         self.system_prompt = self.agent.system_prompt
         self.tool_names = tuple(settings.tool_names.get(t, t) for t in tools)
+        if self.agent.flat:
+            self.actions = "flat json" if self.agent.action_notes else "flat json, note on the answer only"
+        else:
+            self.actions = "json" if self.agent.json_actions else "native"
 
     def answer(self, question: str) -> MethodOutput:
         result = self.agent.run(question)
