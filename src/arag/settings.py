@@ -140,8 +140,15 @@ class AgentSettings(BaseModel):
         "one of the two options, and the answer to a yes/no question ('Are both … from the same country?') must "
         "start with Yes or No (constrained decoding).",
     )
+    search_hits: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="Compact profile: chunks a search returns (the model does not choose top_k there). Of 181 reads "
+        "on 100 2Wiki questions, 176 were of hits 1 and 2, and each shown hit costs ~35 prompt tokens (the paper: 5).",
+    )
     action_notes: bool = Field(
-        True,
+        False,
         description="Compact profile with JSON actions: every action starts with a 'found' note (what the text read "
         "so far says); False: only the final answer does (each note costs a small model ~15 generated tokens).",
     )
