@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from arag.agent import Agent, action_schema
+from arag.errors import ConfigError
 from arag.index import Index
 from arag.llm import ChatModel
 from arag.settings import AgentSettings, LLMSettings
@@ -296,10 +297,10 @@ def read_enum(request: dict[str, object]) -> list[str] | None:
     return None
 
 
-def local_json_agent(index: Index, server: ScriptedServer, max_steps: int) -> Agent:
+def local_json_agent(index: Index, server: ScriptedServer, max_steps: int, **settings: object) -> Agent:
     """The agent as the embedded model gets it: compact profile, constrained JSON actions."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    return Agent(index, model, AgentSettings(max_steps=max_steps), json_actions=True)
+    return Agent(index, model, AgentSettings(max_steps=max_steps, **settings), json_actions=True)  # type: ignore[arg-type]
 
 
 def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
@@ -478,7 +479,9 @@ def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) ->
         completion(json.dumps({"found": "x", "action": "final_answer", "answer": "851"})),
     ]
     result = agent.run("When did Lothair II's mother die?")
-    assert result.stop_reason == "answered" and result.trajectory[0].arguments == {"keywords": ["Lothair"], "top_k": 5}
+    # three hits per search (agent.search_hits): the model reads hits 1 and 2, and every hit shown costs tokens
+    assert result.stop_reason == "answered" and result.trajectory[0].arguments == {"keywords": ["Lothair"], "top_k": 3}
+    assert len(hit_ids(result.trajectory[0].observation)) == 3
     for request in server.requests:
         assert "top_k" not in json.dumps(request["response_format"])
         assert "top_k" not in request["messages"][0]["content"] and "(score" not in json.dumps(request["messages"])
@@ -496,6 +499,7 @@ def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) ->
     paper_agent.run("When did Lothair II's mother die?")
     paper = server.requests[-1]["messages"]
     assert paper[3]["content"].startswith("Observation from keyword_search:\n") and "(score" in paper[3]["content"]
+    assert len(hit_ids(paper[3]["content"].split("\n", 1)[1])) == 5  # the paper's top_k
     assert paper[4]["role"] == "user" and paper[4]["content"].startswith("[2 steps left, ")
     assert "top_k" in json.dumps(server.requests[-1]["response_format"])  # the paper keeps the paper's signature
 
@@ -525,7 +529,7 @@ def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_sear
 
 
 def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index: Index, server: ScriptedServer) -> None:
-    agent = local_json_agent(hippo_index, server, max_steps=4)
+    agent = local_json_agent(hippo_index, server, max_steps=4, action_notes=True)
     server.replies = [
         completion(json.dumps({"plan": ["her death"], "found": "nothing yet", "keyword_search": ["Ermengarde"]})),
         completion(json.dumps({"found": "a snippet", "chunk_read": ["hit 1"]})),
@@ -534,7 +538,7 @@ def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index:
     ]
     result = agent.run("When did Ermengarde of Tours die?")
     assert [(s.tool, s.arguments) for s in result.trajectory] == [
-        ("keyword_search", {"keywords": ["Ermengarde"], "top_k": 5}),
+        ("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}),
         ("chunk_read", {"chunk_ids": ["hit 1"]}),
         ("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}),
     ]
@@ -610,8 +614,8 @@ def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search
     assert result.answer == "851" and result.stop_reason in ("stalled", "max_steps")
 
 
-def test_compact_actions_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:
-    agent = local_json_agent(hippo_index, server, max_steps=4)
+def test_compact_actions_with_notes_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:
+    agent = local_json_agent(hippo_index, server, max_steps=4, action_notes=True)
     server.replies = [
         completion(
             json.dumps(
@@ -1027,3 +1031,9 @@ def test_constrained_reply_rejected_by_the_server_is_asked_once_without_grammar(
         server.replies += replies
         failed = agent.run("When did Lothair II die?")
         assert failed.stop_reason == "error" and "HTTP 500" in (failed.error or "") and failed.answer == ""
+
+
+def test_flat_actions_refuse_a_tool_named_like_an_action_key(hippo_index: Index, server: ScriptedServer) -> None:
+    with pytest.raises(ConfigError, match="cannot name a tool"):
+        local_json_agent(hippo_index, server, max_steps=2, tool_names={"chunk_read": "answer"})
+    assert not make_agent(hippo_index, server, tool_names={"chunk_read": "answer"}).flat  # native calls: no clash

@@ -232,6 +232,11 @@ class Agent:
         self.compact = profile == "compact" or (profile == "auto" and local)
         self.flat = self.json_actions and self.compact  # {"keyword_search": [...]}: the shortest action to write
         self.action_notes = self.settings.action_notes or not self.flat
+        reserved = sorted(
+            {str(v) for v in self.settings.tool_names.values()} & {"answer", "final_answer", *_NOT_ACTIONS}
+        )
+        if self.flat and reserved:
+            raise ConfigError(f"agent.tool_names: {reserved} cannot name a tool (flat JSON actions use those keys)")
         self.system_prompt = load_system_prompt(self.settings, self.compact)
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number

@@ -148,9 +148,10 @@ class AgentSettings(BaseModel):
         "on 100 2Wiki questions, 176 were of hits 1 and 2, and each shown hit costs ~35 prompt tokens (the paper: 5).",
     )
     action_notes: bool = Field(
-        False,
+        True,
         description="Compact profile with JSON actions: every action starts with a 'found' note (what the text read "
-        "so far says); False: only the final answer does (each note costs a small model ~15 generated tokens).",
+        "so far says); False: only the final answer does. Each note costs a small model ~15 generated tokens, but "
+        "without them it rarely stopped before the step limit (12 of 14 questions forced against 7 with notes).",
     )
     reads_per_search: int = Field(
         2,
