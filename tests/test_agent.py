@@ -345,6 +345,11 @@ def test_an_answer_cut_off_by_the_token_limit_is_extracted_not_dumped(
     result = compact_agent(hippo_index, server, inline_read_tokens=400).run("When did Ermengarde of Tours die?")
     assert result.stop_reason == "answered" and result.answer.startswith('She died on "20 March 851" at T')
     assert "final_answer" not in result.answer
+    # a flat answer that began to repeat itself until the limit
+    looping = '{"found": "x", "answer": "Naples [chunk A#0]. He was born in Rome. He was born in Rome. He was'
+    server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(looping)]
+    flat = local_json_agent(hippo_index, server, max_steps=1).run("Where was he born?")
+    assert flat.answer.startswith("Naples [chunk A#0]. He was born") and '"found"' not in flat.answer
 
 
 def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Index, server: ScriptedServer) -> None:
@@ -844,13 +849,17 @@ def test_yes_no_questions(question: str, expected: bool) -> None:
 def test_yes_no_answer_pattern(answer: str, allowed: bool) -> None:
     import re
 
-    from arag.agent import YES_NO_PATTERN
+    from arag.agent import SHORT_ANSWER_CHARS, SHORT_YES_NO_PATTERN, YES_NO_PATTERN
 
     assert bool(re.fullmatch(YES_NO_PATTERN, answer)) is allowed
+    assert bool(re.fullmatch(SHORT_YES_NO_PATTERN, answer)) is allowed
+    long = f"{answer} {'x' * (SHORT_ANSWER_CHARS + 5)}"
+    assert bool(re.fullmatch(YES_NO_PATTERN, long)) is allowed and not re.fullmatch(SHORT_YES_NO_PATTERN, long)
 
 
 def test_compact_answer_to_a_yes_no_question_starts_with_yes_or_no(hippo_index: Index, server: ScriptedServer) -> None:
-    from arag.agent import YES_NO_PATTERN
+    from arag.agent import SHORT_ANSWER_CHARS
+    from arag.agent import SHORT_YES_NO_PATTERN as YES_NO_PATTERN  # the compact profile's answers are short
 
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
     search = {"plan": ["p"], "found": "f", "action": "keyword_search", "arguments": {"keywords": ["Hucbert"]}}
@@ -862,7 +871,7 @@ def test_compact_answer_to_a_yes_no_question_starts_with_yes_or_no(hippo_index: 
 
     for choice_answers, expected in (
         (True, {"type": "string", "pattern": YES_NO_PATTERN}),
-        (False, {"type": "string"}),
+        (False, {"type": "string", "maxLength": SHORT_ANSWER_CHARS}),
     ):
         server.replies = [completion(json.dumps(search)), completion(json.dumps(answer))]
         settings = AgentSettings(max_steps=3, choice_answers=choice_answers)
