@@ -266,7 +266,7 @@ class Agent:
             reads_per_search=self.settings.reads_per_search if compact else 0,
             common_keyword_share=self.settings.common_keyword_share if compact else 0.0,
             expose_top_k=not compact,
-            hits_per_search=self.settings.search_hits if compact else None,
+            search_hits=self.settings.search_hits if compact else None,
         )
         toolkit.focus_query = question
         toolkit.flat_calls = self.flat

@@ -86,7 +86,7 @@ class Toolkit:
         reads_per_search: int = 0,
         common_keyword_share: float = 0.0,
         expose_top_k: bool = True,
-        hits_per_search: int | None = None,
+        search_hits: int | None = None,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -120,10 +120,10 @@ class Toolkit:
         self.reads_per_search = reads_per_search  # > 0: the read grammar's cap on one search's hits
         # > 0: a keyword found in more than this share of the chunks is left out of a search that has a rarer one
         self.common_keyword_share = common_keyword_share
-        # False: the schemas leave top_k out (the default applies); each search a small model writes is ~7
-        # tokens shorter, and it never asked for anything but the example's 5
+        # False: the schemas leave top_k out (search_hits, else the tool's default, applies); each search a small
+        # model writes is ~7 tokens shorter, and it never asked for anything but the example's 5
         self.expose_top_k = expose_top_k
-        self.hits_per_search = hits_per_search  # the top_k of a search that names none (None: the tool's default)
+        self.search_hits = search_hits  # the top_k of a search that names none (None: the tool's default)
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
         # the model writes a call as {"chunk_read": [...]} (the compact profile's JSON actions), so the hints do
@@ -442,8 +442,8 @@ class Toolkit:
                 raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
             function = getattr(self, canonical)
             args = parse_arguments(arguments)
-            if self.hits_per_search and canonical != "chunk_read" and "top_k" not in args:
-                args["top_k"] = self.hits_per_search
+            if self.search_hits and canonical != "chunk_read" and "top_k" not in args:
+                args["top_k"] = self.search_hits
             validated = validate_arguments(function, args)
             args = validated_arguments_for_record(validated)
             observation, ok = function(**validated), True
