@@ -5,8 +5,9 @@
 For each run directory of ``arag eval run`` (embedded model, compact profile), reads the recorded model calls
 and trajectories and prints, per question: model calls, prompt tokens the server processed (not from its KV
 cache), generated tokens, and the generated tokens split into the "found" notes, the actions (JSON frame and
-arguments, as the grammar makes the model write them) and the final answer; "other" is the rest (the first
-action's plan and the final turn's own note, which the records do not keep). Tokens are counted with the
+arguments, as the grammar makes the model write them: nested, or flat since 600c451) and the final answer;
+"other" is the rest (the first action's plan, the final turn's own note and replies cut off at the token limit,
+which the records do not keep). Reads the harness made for the model generated nothing and are not counted. Tokens are counted with the
 embedded model's own tokenizer (llama.cpp's /tokenize). The last columns turn the run's measured ms per token
 into seconds per question, so a lever's saving can be read before it is built.
 """
