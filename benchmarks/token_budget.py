@@ -7,9 +7,9 @@ and trajectories and prints, per question: model calls, prompt tokens the server
 cache), generated tokens, and the generated tokens split into the "found" notes, the actions (JSON frame and
 arguments, as the grammar makes the model write them: nested, or flat since 600c451) and the final answer;
 "other" is the rest (the first action's plan, the final turn's own note and replies cut off at the token limit,
-which the records do not keep). Reads the harness made for the model generated nothing and are not counted. Tokens are counted with the
-embedded model's own tokenizer (llama.cpp's /tokenize). The last columns turn the run's measured ms per token
-into seconds per question, so a lever's saving can be read before it is built.
+which the records do not keep). Reads the harness made for the model generated nothing and are not counted.
+Tokens are counted with the embedded model's own tokenizer (llama.cpp's /tokenize). The last columns turn the
+run's measured ms per token into seconds per question, so a lever's saving can be read before it is built.
 """
 
 from __future__ import annotations
