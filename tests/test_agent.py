@@ -300,6 +300,7 @@ def read_enum(request: dict[str, object]) -> list[str] | None:
 def local_json_agent(index: Index, server: ScriptedServer, max_steps: int, **settings: object) -> Agent:
     """The agent as the embedded model gets it: compact profile, constrained JSON actions."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    settings = {"flat_actions": True, "search_hits": 3, **settings}  # the levers these tests are about
     return Agent(index, model, AgentSettings(max_steps=max_steps, **settings), json_actions=True)  # type: ignore[arg-type]
 
 
@@ -529,7 +530,7 @@ def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_sear
     assert result.read_chunks == ["Fortunella#0", "Town 7#0"] and len(result.trajectory) == 2
     # the plan's two searches were made by one: the answer is not held back for a second search
     assert result.stop_reason == "answered" and result.answer == "Fortunella" and len(server.requests) == 3
-    assert 'chunk_read ["hit 1", "hit 2"]' in server.requests[0]["messages"][0]["content"]  # the prompt's example
+    assert '{"chunk_ids": ["hit 1", "hit 2"]}' in server.requests[0]["messages"][0]["content"]  # the prompt's example
     assert '{"chunk_read": ["hit 1", "hit 2"]}' in result.trajectory[0].observation  # as the model writes it
 
 
@@ -569,7 +570,8 @@ def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index:
 
 def test_compact_actions_without_notes_keep_the_note_on_the_answer(hippo_index: Index, server: ScriptedServer) -> None:
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=3, action_notes=False), json_actions=True)
+    settings = AgentSettings(max_steps=3, action_notes=False, flat_actions=True)
+    agent = Agent(hippo_index, model, settings, json_actions=True)
     server.replies = [
         completion(json.dumps({"plan": ["her death"], "semantic_search": "when Ermengarde died"})),
         completion(json.dumps({"chunk_read": ["hit 1"]})),
@@ -926,7 +928,9 @@ def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: In
             action("keyword_search", keywords=["Lothair"], top_k=3),  # a repeat: no third hit is read for it
         ]
         server.default = completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"}))
-        agent = Agent(hippo_index, model, AgentSettings(max_steps=6, reads_per_search=limit), json_actions=True)
+        agent = Agent(
+            hippo_index, model, AgentSettings(max_steps=6, reads_per_search=limit, flat_actions=True), json_actions=True
+        )
         start = len(server.requests)
         result = agent.run("Who was Lothair's wife?")
         first, second, third = hit_ids(result.trajectory[0].observation)
@@ -951,7 +955,9 @@ def test_hits_read_before_a_search_do_not_use_up_its_reads(hippo_index: Index, s
         action("chunk_read", chunk_ids=["hit 3"]),
     ]
     server.default = completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"}))
-    result = Agent(hippo_index, model, AgentSettings(max_steps=6), json_actions=True).run("Who was Lothair's wife?")
+    result = Agent(hippo_index, model, AgentSettings(max_steps=6, flat_actions=True), json_actions=True).run(
+        "Who was Lothair's wife?"
+    )
     first, second, third = hit_ids(result.trajectory[3].observation)
     assert {first, second} == set(hit_ids(result.trajectory[0].observation))
     assert result.trajectory[4].arguments == {"chunk_ids": ["hit 3"]} and third in result.read_chunks

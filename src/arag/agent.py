@@ -234,7 +234,7 @@ class Agent:
         self.json_actions = json_actions if json_actions is not None else mode == "json" or (mode == "auto" and local)
         profile = self.settings.profile
         self.compact = profile == "compact" or (profile == "auto" and local)
-        self.flat = self.json_actions and self.compact  # {"keyword_search": [...]}: the shortest action to write
+        self.flat = self.json_actions and self.compact and self.settings.flat_actions  # {"keyword_search": [...]}
         self.action_notes = self.settings.action_notes or not self.flat
         reserved = sorted(
             {str(v) for v in self.settings.tool_names.values()} & {"answer", "final_answer", *_NOT_ACTIONS}
@@ -478,6 +478,18 @@ class Agent:
                 text += f"\n- {fn['name']}({params}): {fn['description']}"
             if self.flat:
                 text += self._flat_format(toolkit)
+            elif self.compact:
+                text += (
+                    '\n\nReply with one JSON object per turn, either a tool call {"found": "...", "action": "<tool>", '
+                    '"arguments": {...}} or the answer {"found": "...", "action": "final_answer", "answer": "..."}.'
+                    '\n"found" is what the text you have read so far says that helps answer the question, in one '
+                    'sentence ("nothing yet" at first). When it holds the answer, give the final answer.'
+                    "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
+                    '"Where was the author of Hamlet born?": {"plan": ["who wrote Hamlet", "where was that author '
+                    'born"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": '
+                    '["Hamlet"]}}. Later: {"found": "Hamlet was written by William Shakespeare.", '
+                    '"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}' + COMPARISON_PLAN
+                )
             else:
                 text += (
                     '\n\nReply with one JSON object per turn, either a tool call {"thought": "...", "action": '
