@@ -568,27 +568,35 @@ def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index:
     assert '{"found": "...", "keyword_search": ["Hamlet"]}' in prompt and '"action"' not in prompt
 
 
-def test_compact_actions_without_notes_keep_the_note_on_the_answer(hippo_index: Index, server: ScriptedServer) -> None:
+@pytest.mark.parametrize("flat", [True, False])
+def test_compact_actions_without_notes_keep_the_note_on_the_answer(
+    hippo_index: Index, server: ScriptedServer, flat: bool
+) -> None:
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    settings = AgentSettings(max_steps=3, action_notes=False, flat_actions=True)
+    settings = AgentSettings(max_steps=3, action_notes=False, flat_actions=flat)
     agent = Agent(hippo_index, model, settings, json_actions=True)
+    if flat:
+        search, read = {"semantic_search": "when Ermengarde died"}, {"chunk_read": ["hit 1"]}
+        answer = {"found": "She died on 20 March 851.", "answer": "20 March 851"}
+    else:
+        search = {"action": "semantic_search", "arguments": {"query": "when Ermengarde died"}}
+        read = {"action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}}
+        answer = {"found": "She died on 20 March 851.", "action": "final_answer", "answer": "20 March 851"}
     server.replies = [
-        completion(json.dumps({"plan": ["her death"], "semantic_search": "when Ermengarde died"})),
-        completion(json.dumps({"chunk_read": ["hit 1"]})),
-        completion(json.dumps({"found": "She died on 20 March 851.", "answer": "20 March 851"})),
+        completion(json.dumps({"plan": ["her death"], **search})),
+        completion(json.dumps(read)),
+        completion(json.dumps(answer)),
     ]
     result = agent.run("When did Ermengarde of Tours die?")
     assert [s.tool for s in result.trajectory] == ["semantic_search", "chunk_read"]
     assert result.answer == "20 March 851" and result.stop_reason == "answered"
     variants = server.requests[1]["response_format"]["json_schema"]["schema"]["anyOf"]
-    assert [v["required"] for v in variants] == [
-        ["keyword_search"],
-        ["semantic_search"],
-        ["chunk_read"],
-        ["found", "answer"],
-    ]
+    calls = [["keyword_search"], ["semantic_search"], ["chunk_read"]] if flat else [["action", "arguments"]] * 3
+    assert [v["required"] for v in variants] == [*calls, ["found", "answer"] if flat else ["found", "action", "answer"]]
     prompt = server.requests[0]["messages"][0]["content"]
-    assert '{"keyword_search": ["Hamlet"]}' in prompt and '"found": "nothing yet"' not in prompt
+    nested = '{"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}'
+    example = '{"keyword_search": ["Hamlet"]}' if flat else nested
+    assert example in prompt and '"found": "nothing yet"' not in prompt
 
 
 def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search(

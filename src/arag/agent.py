@@ -235,7 +235,6 @@ class Agent:
         profile = self.settings.profile
         self.compact = profile == "compact" or (profile == "auto" and local)
         self.flat = self.json_actions and self.compact and self.settings.flat_actions  # {"keyword_search": [...]}
-        self.action_notes = self.settings.action_notes or not self.flat
         reserved = sorted(
             {str(v) for v in self.settings.tool_names.values()} & {"answer", "final_answer", *_NOT_ACTIONS}
         )
@@ -245,6 +244,11 @@ class Agent:
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
         self.cancelled: Callable[[], bool] | None = None  # checked before each step (a client went away)
+
+    @property
+    def action_notes(self) -> bool:
+        """Whether every action carries the "found" note: only the compact profile may leave it to the answer."""
+        return self.settings.action_notes or not self.compact
 
     def run(self, question: str) -> AgentResult:
         question = check_question(question)
@@ -476,20 +480,8 @@ class Agent:
                     f"{name}: {prop.get('type', 'any')}" for name, prop in fn["parameters"]["properties"].items()
                 )
                 text += f"\n- {fn['name']}({params}): {fn['description']}"
-            if self.flat:
-                text += self._flat_format(toolkit)
-            elif self.compact:
-                text += (
-                    '\n\nReply with one JSON object per turn, either a tool call {"found": "...", "action": "<tool>", '
-                    '"arguments": {...}} or the answer {"found": "...", "action": "final_answer", "answer": "..."}.'
-                    '\n"found" is what the text you have read so far says that helps answer the question, in one '
-                    'sentence ("nothing yet" at first). When it holds the answer, give the final answer.'
-                    "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
-                    '"Where was the author of Hamlet born?": {"plan": ["who wrote Hamlet", "where was that author '
-                    'born"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": '
-                    '["Hamlet"]}}. Later: {"found": "Hamlet was written by William Shakespeare.", '
-                    '"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}' + COMPARISON_PLAN
-                )
+            if self.compact:
+                text += self._compact_format(toolkit)
             else:
                 text += (
                     '\n\nReply with one JSON object per turn, either a tool call {"thought": "...", "action": '
@@ -500,30 +492,48 @@ class Agent:
                 )
         return text
 
-    def _flat_format(self, toolkit: Toolkit) -> str:
-        """How the compact profile's JSON actions look: {"<tool>": <argument>}, the first one with the plan."""
+    def _compact_format(self, toolkit: Toolkit) -> str:
+        """How the compact profile's JSON actions look, nested ({"action": …, "arguments": …}) or flat
+        ({"<tool>": <argument>}), with or without the "found" note on tool calls; the first action has the plan."""
         search = (
             toolkit.names["keyword_search"]
             if "keyword_search" in toolkit.enabled
             else toolkit.names[toolkit.enabled[0]]
         )
-        first, later = '["Hamlet"]', '["William Shakespeare"]'
+        parameter, first, later = "keywords", '["Hamlet"]', '["William Shakespeare"]'
         if toolkit.canonical(search) == "semantic_search":
-            first, later = '"who wrote Hamlet"', '"William Shakespeare birthplace"'
-        note, found = ('"found": "...", ', '"found": "nothing yet", ') if self.action_notes else ("", "")
-        later_note = '"found": "Hamlet was written by William Shakespeare.", ' if self.action_notes else ""
-        return (
-            f'\n\nReply with one JSON object per turn: a tool call {{{note}"<tool>": <its argument>}}, e.g. '
-            f'{{{note}"{search}": {first}}}, or the answer {{"found": "...", "answer": "..."}}.'
-            '\n"found" is what the text you have read so far says that helps answer the question, in one sentence'
-            + (
-                ' ("nothing yet" at first). When it holds the answer, give the final answer.'
-                if self.action_notes
-                else "."
+            parameter, first, later = "query", '"who wrote Hamlet"', '"William Shakespeare birthplace"'
+        notes = self.action_notes
+        note = '"found": "...", ' if notes else ""
+        found = '"found": "nothing yet", ' if notes else ""
+        later_note = '"found": "Hamlet was written by William Shakespeare.", ' if notes else ""
+        if self.flat:
+
+            def call(argument: str) -> str:
+                return f'"{search}": {argument}'
+
+            shapes = (
+                f'a tool call {{{note}"<tool>": <its argument>}}, e.g. {{{note}{call(first)}}}, '
+                'or the answer {"found": "...", "answer": "..."}.'
             )
+            reply = "Reply with one JSON object per turn: "
+        else:
+
+            def call(argument: str) -> str:
+                return f'"action": "{search}", "arguments": {{"{parameter}": {argument}}}'
+
+            shapes = (
+                f'either a tool call {{{note}"action": "<tool>", "arguments": {{...}}}} or the answer '
+                '{"found": "...", "action": "final_answer", "answer": "..."}.'
+            )
+            reply = "Reply with one JSON object per turn, "
+        return (
+            f"\n\n{reply}{shapes}"
+            '\n"found" is what the text you have read so far says that helps answer the question, in one sentence'
+            + (' ("nothing yet" at first). When it holds the answer, give the final answer.' if notes else ".")
             + "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
             f'"Where was the author of Hamlet born?": {{"plan": ["who wrote Hamlet", "where was that author born"], '
-            f'{found}"{search}": {first}}}. Later: {{{later_note}"{search}": {later}}}' + COMPARISON_PLAN
+            f"{found}{call(first)}}}. Later: {{{later_note}{call(later)}}}" + COMPARISON_PLAN
         )
 
     def _ask(

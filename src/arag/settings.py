@@ -155,7 +155,7 @@ class AgentSettings(BaseModel):
     )
     action_notes: bool = Field(
         True,
-        description="Compact profile with flat actions: every action starts with a 'found' note (what the text read "
+        description="Compact profile: every action starts with a 'found' note (what the text read "
         "so far says); False: only the final answer does. Each note costs a small model ~15 generated tokens, but "
         "without them it rarely stopped before the step limit (12 of 14 questions forced against 7 with notes).",
     )

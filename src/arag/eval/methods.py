@@ -120,10 +120,9 @@ class AgentMethod(Method):
         self.agent = Agent(index, model, settings.model_copy(update={"tools": tools}), json_actions=json_actions)
         self.system_prompt = self.agent.system_prompt
         self.tool_names = tuple(settings.tool_names.get(t, t) for t in tools)
-        if self.agent.flat:
-            self.actions = "flat json" if self.agent.action_notes else "flat json, note on the answer only"
-        else:
-            self.actions = "json" if self.agent.json_actions else "native"
+        self.actions = ("flat json" if self.agent.flat else "json") if self.agent.json_actions else "native"
+        if self.agent.json_actions and not self.agent.action_notes:
+            self.actions += ", note on the answer only"
 
     def answer(self, question: str) -> MethodOutput:
         result = self.agent.run(question)
