@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from arag.agent import Agent, action_schema
+from arag.agent import SHORT_ANSWER_CHARS, Agent, _whole_sentences, action_schema
 from arag.errors import ConfigError
 from arag.index import Index
 from arag.llm import ChatModel
@@ -351,6 +353,35 @@ def test_an_answer_cut_off_by_the_token_limit_is_extracted_not_dumped(
     server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(looping)]
     flat = local_json_agent(hippo_index, server, max_steps=1).run("Where was he born?")
     assert flat.answer.startswith("Naples [chunk A#0]. He was born") and '"found"' not in flat.answer
+
+
+def test_an_answer_at_the_length_cap_keeps_whole_sentences(hippo_index: Index, server: ScriptedServer) -> None:
+    # the grammar stops a compact answer at SHORT_ANSWER_CHARS, mostly mid-sentence (the README's question did)
+    first = "She died on 20 March 851 [chunk Ermengarde of Tours#0]. She was the wife of Lothair I."
+    capped = first + " Her son Lothair II inherited the northern part of the realm, which was later called Lothari"
+    capped = capped[:SHORT_ANSWER_CHARS]
+    answer = {"found": "She died on 20 March 851.", "action": "final_answer", "answer": capped}
+    server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
+    result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
+    assert result.answer == first
+    # one long sentence: its whole words, marked as cut
+    words = "She died on 20 March 851 in the abbey where she had lived since the death of her husband " * 3
+    answer["answer"] = words[:SHORT_ANSWER_CHARS]
+    server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
+    result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
+    assert result.answer.endswith(" …") and words.startswith(result.answer[:-2])
+    assert not result.answer[:-2].endswith(" ") and len(result.answer) < SHORT_ANSWER_CHARS
+
+
+@given(st.text(max_size=2 * SHORT_ANSWER_CHARS))
+def test_whole_sentences_only_trims_a_capped_answer(answer: str) -> None:
+    kept = _whole_sentences(answer)
+    if len(answer) < SHORT_ANSWER_CHARS:
+        assert kept == answer
+    else:
+        body = kept.removesuffix(" …")
+        assert answer.startswith(body) or answer.strip().startswith(body)
+        assert len(body) <= len(answer)
 
 
 def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Index, server: ScriptedServer) -> None:

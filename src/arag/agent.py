@@ -617,7 +617,8 @@ class Agent:
                 answer = data.get("answer")
                 if answer is None and isinstance(arguments, dict):
                     answer = arguments.get("answer")
-                return [], _as_text(answer), thought, plan
+                text = _as_text(answer)
+                return [], _whole_sentences(text) if self.compact else text, thought, plan
             if isinstance(name, str) and name:
                 return [_Call(name, arguments)], "", thought, plan
         truncated = _cut_off_answer(turn.content)
@@ -720,6 +721,21 @@ def _as_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         return ""
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\]")
+
+
+def _whole_sentences(answer: str) -> str:
+    """A compact answer that reached SHORT_ANSWER_CHARS was cut by the grammar, mostly mid-sentence: its whole
+    sentences (or citations), else its whole words and an ellipsis, so a cut word is never read as the answer."""
+    if len(answer) < SHORT_ANSWER_CHARS:
+        return answer
+    ends = [match.end() for match in _SENTENCE_END.finditer(answer)]
+    if ends and ends[-1] >= SHORT_ANSWER_CHARS // 3:
+        return answer[: ends[-1]].strip()
+    words = answer.rsplit(" ", 1)[0] if " " in answer.strip() else answer
+    return words.rstrip(" ,;:") + " …"
 
 
 _CUT_OFF_ANSWER = re.compile(r'"answer"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
