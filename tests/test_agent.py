@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arag.agent import SHORT_ANSWER_CHARS, Agent, _whole_sentences, action_schema
+from arag.agent import CAP_MARGIN, SHORT_ANSWER_CHARS, Agent, _whole_sentences, action_schema
 from arag.errors import ConfigError
 from arag.index import Index
 from arag.llm import ChatModel
@@ -364,6 +364,11 @@ def test_an_answer_at_the_length_cap_keeps_whole_sentences(hippo_index: Index, s
     server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
     result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
     assert result.answer == first
+    # the README's answer: cut at the cap, then stripped to 199 characters
+    answer["answer"] = capped[: SHORT_ANSWER_CHARS - 1].rstrip() + " "
+    server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
+    result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
+    assert result.answer == first
     # one long sentence: its whole words, marked as cut
     words = "She died on 20 March 851 in the abbey where she had lived since the death of her husband " * 3
     answer["answer"] = words[:SHORT_ANSWER_CHARS]
@@ -377,7 +382,7 @@ def test_an_answer_at_the_length_cap_keeps_whole_sentences(hippo_index: Index, s
 @given(st.text(max_size=2 * SHORT_ANSWER_CHARS))
 def test_whole_sentences_only_trims_a_capped_answer(answer: str) -> None:
     kept = _whole_sentences(answer)
-    if len(answer) < SHORT_ANSWER_CHARS:
+    if len(answer) < SHORT_ANSWER_CHARS - CAP_MARGIN:
         assert kept == answer
     else:
         body = kept.removesuffix(" …")

@@ -723,13 +723,14 @@ def _as_text(value: Any) -> str:
         return ""
 
 
+CAP_MARGIN = 8  # the grammar counts the JSON string, the answer is stripped: a cut one can be a few chars short
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\]")
 
 
 def _whole_sentences(answer: str) -> str:
     """A compact answer that reached SHORT_ANSWER_CHARS was cut by the grammar, mostly mid-sentence: its whole
     sentences (or citations), else its whole words and an ellipsis, so a cut word is never read as the answer."""
-    if len(answer) < SHORT_ANSWER_CHARS:
+    if len(answer) < SHORT_ANSWER_CHARS - CAP_MARGIN:
         return answer
     ends = [match.end() for match in _SENTENCE_END.finditer(answer)]
     if ends and ends[-1] >= SHORT_ANSWER_CHARS // 3:
