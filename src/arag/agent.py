@@ -508,20 +508,16 @@ class Agent:
         found = '"found": "nothing yet", ' if notes else ""
         later_note = '"found": "Hamlet was written by William Shakespeare.", ' if notes else ""
         if self.flat:
-
-            def call(argument: str) -> str:
-                return f'"{search}": {argument}'
-
+            first_call, later_call = f'"{search}": {first}', f'"{search}": {later}'
             shapes = (
-                f'a tool call {{{note}"<tool>": <its argument>}}, e.g. {{{note}{call(first)}}}, '
+                f'a tool call {{{note}"<tool>": <its argument>}}, e.g. {{{note}{first_call}}}, '
                 'or the answer {"found": "...", "answer": "..."}.'
             )
             reply = "Reply with one JSON object per turn: "
         else:
-
-            def call(argument: str) -> str:
-                return f'"action": "{search}", "arguments": {{"{parameter}": {argument}}}'
-
+            first_call, later_call = (
+                f'"action": "{search}", "arguments": {{"{parameter}": {argument}}}' for argument in (first, later)
+            )
             shapes = (
                 f'either a tool call {{{note}"action": "<tool>", "arguments": {{...}}}} or the answer '
                 '{"found": "...", "action": "final_answer", "answer": "..."}.'
@@ -533,7 +529,7 @@ class Agent:
             + (' ("nothing yet" at first). When it holds the answer, give the final answer.' if notes else ".")
             + "\nYour first reply starts with your plan, one search per fact to find. Example for the question "
             f'"Where was the author of Hamlet born?": {{"plan": ["who wrote Hamlet", "where was that author born"], '
-            f"{found}{call(first)}}}. Later: {{{later_note}{call(later)}}}" + COMPARISON_PLAN
+            f"{found}{first_call}}}. Later: {{{later_note}{later_call}}}" + COMPARISON_PLAN
         )
 
     def _ask(
