@@ -452,18 +452,34 @@ def test_compact_reads_can_only_name_chunks_with_new_text(hippo_index: Index, se
     assert result.read_chunks == sorted([first, second])
 
 
-def test_compact_repeated_call_reads_the_best_unread_hit(hippo_index: Index, server: ScriptedServer) -> None:
-    search = tool_call("keyword_search", {"keywords": ["Lothair"], "top_k": 2})
-    server.replies = [completion(tool_calls=[search]), completion(tool_calls=[search]), completion(tool_calls=[search])]
-    server.default = completion("done")
-    result = compact_agent(hippo_index, server, max_steps=5, stall_limit=2).run("q?")
-    hits = result.trajectory[0].observation
-    first, second = hit_ids(hits)
-    assert result.trajectory[1].observation.startswith("You already made this exact call; its result is above. Instead")
-    assert f"[chunk {first}]" in result.trajectory[1].observation
-    assert f"[chunk {second}]" in result.trajectory[2].observation  # the next unread one
-    assert result.read_chunks == sorted([first, second])
-    assert result.stop_reason == "answered"  # showing new text is progress, not a stall
+def test_compact_repeated_search_reads_the_hits_it_may_still_read_at_once(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    search = tool_call("keyword_search", {"keywords": ["Lothair"], "top_k": 3})
+    read_first = tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")
+    # (reads per search, the model's replies, the hits each repeat reads: ranks in the search)
+    cases = [
+        (2, [search, search], [[1, 2]]),  # both reads of the search at once, in one step
+        (2, [search, read_first, search], [[2]]),  # one read left
+        (0, [search, search, search], [[1, 2], [3]]),  # no cap: two per repeat
+    ]
+    for limit, calls, repeat_reads in cases:
+        server.replies = [completion(tool_calls=[call]) for call in calls]
+        server.default = completion("done")
+        result = compact_agent(hippo_index, server, max_steps=len(calls), reads_per_search=limit).run("q?")
+        hits = hit_ids(result.trajectory[0].observation)
+        assert len(hits) == 3
+        repeats = [step for step in result.trajectory if step.observation.startswith("You already made this exact")]
+        assert len(repeats) == len(repeat_reads)
+        for step, ranks in zip(repeats, repeat_reads, strict=True):
+            best = "is the best hit" if len(ranks) == 1 else f"are the best {len(ranks)} hits"
+            assert step.observation.startswith(
+                f"You already made this exact call; its result is above. Instead, here {best} you"
+            )
+            shown = [chunk for chunk in hits if f"[chunk {chunk}]" in step.observation]
+            assert shown == [hits[rank - 1] for rank in ranks]
+        assert result.read_chunks == sorted(hits[: 2 if limit else 3])
+        assert result.stop_reason == "max_steps"  # showing new text is progress, not a stall
 
 
 def test_compact_final_answer_prompt_asks_for_a_short_cited_answer(hippo_index: Index, server: ScriptedServer) -> None:

@@ -77,6 +77,7 @@ READ_BEFORE_ANSWER = (
     "shown in full below. Answer from them (short, with [chunk ID]), or search again if they do not hold it."
 )
 REPEATED = "You already made this exact call; its result is above."
+REPEAT_READS = 2  # hits a repeated search reads for the model when its reads are not capped
 SWITCH_SEARCH = {
     # no example query: a small model answered with the example's entity ("Ana Ruiz", from the prompt's example)
     "semantic_search": "{repeated} Search another way now: {tool} with a few words describing the fact you still need.",
@@ -443,10 +444,12 @@ class Agent:
         searching for the next fact: 27 of 87 runs at 33c4e19). The paper's loop refuses."""
         unread = self._unread_hits(toolkit)
         if unread:
-            result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": unread[:1]})
-            result.observation = (
-                f"{REPEATED} Instead, here is the best hit you have not read yet:\n{result.observation}"
-            )
+            # every hit the search may still have read, at once: one hit per repeat cost the model a repeat (a
+            # model call) per hit (two repeats in a row in 30 of 100 runs of e7a4b22, 15 of 49 of 382e847)
+            ids = unread[: toolkit.reads_left() or REPEAT_READS]
+            result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": ids})
+            best = "here is the best hit" if len(ids) == 1 else f"here are the best {len(ids)} hits"
+            result.observation = f"{REPEATED} Instead, {best} you have not read yet:\n{result.observation}"
             return result, True
         canonical = toolkit.canonical(call.name)
         other = {"keyword_search": "semantic_search", "semantic_search": "keyword_search"}.get(canonical, "")

@@ -283,11 +283,16 @@ class Toolkit:
     def search_exhausted(self) -> bool:
         """True when ``reads_per_search`` (> 0) of the latest search's hits have been read since it ran (hits read
         earlier do not count: a new search topped by passages already read still offers its others)."""
+        return self.reads_left() == 0
+
+    def reads_left(self) -> int | None:
+        """How many more of the latest search's hits may be read (``reads_per_search`` minus those read since it
+        ran); None without a cap."""
+        if self.reads_per_search <= 0:
+            return None
         read = self.tracker.read_ids
-        return (
-            self.reads_per_search > 0
-            and sum(c in read and c not in self._read_before_search for c in self.last_hits) >= self.reads_per_search
-        )
+        done = sum(c in read and c not in self._read_before_search for c in self.last_hits)
+        return max(0, self.reads_per_search - done)
 
     def _inline_view(self, record: ChunkRecord | None) -> tuple[str, str] | None:
         """(focus note, text) of a read of a search's top hit when it shows at most ``inline_tokens`` tokens (a
