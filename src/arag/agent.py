@@ -438,15 +438,17 @@ class Agent:
         return False
 
     def _repeated(self, call: _Call, toolkit: Toolkit, guide: _Guidance) -> tuple[ToolResult, bool]:
-        """A repeated call, and whether it still made progress. The compact profile reads the best unread hit
-        instead; with none left, the first repeated search of a question makes the next action use the other
-        search tool (the model, copying its last action, repeated the search whose hits it had read instead of
-        searching for the next fact: 27 of 87 runs at 33c4e19). The paper's loop refuses."""
+        """A repeated call, and whether it still made progress. The compact profile reads the best unread hits
+        instead (as many as the search's read allowance has left); with none left, the first repeated search of a
+        question makes the next action use the other search tool (the model, copying its last action, repeated the
+        search whose hits it had read instead of searching for the next fact: 27 of 87 runs at 33c4e19). The
+        paper's loop refuses."""
         unread = self._unread_hits(toolkit)
         if unread:
             # every hit the search may still have read, at once: one hit per repeat cost the model a repeat (a
             # model call) per hit (two repeats in a row in 30 of 100 runs of e7a4b22, 15 of 49 of 382e847)
-            ids = unread[: toolkit.reads_left() or REPEAT_READS]
+            left = toolkit.reads_left()  # never 0 here: an exhausted search has no unread hits
+            ids = unread[: REPEAT_READS if left is None else left]
             result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": ids})
             best = "here is the best hit" if len(ids) == 1 else f"here are the best {len(ids)} hits"
             result.observation = f"{REPEATED} Instead, {best} you have not read yet:\n{result.observation}"
