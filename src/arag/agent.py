@@ -77,7 +77,7 @@ READ_BEFORE_ANSWER = (
     "shown in full below. Answer from them (short, with [chunk ID]), or search again if they do not hold it."
 )
 REPEATED = "You already made this exact call; its result is above."
-REPEAT_READS = 2  # hits a repeated search reads for the model when its reads are not capped
+HARNESS_READS = 2  # hits the harness reads for the model at once (a repeat: when the search's reads are not capped)
 SWITCH_SEARCH = {
     # no example query: a small model answered with the example's entity ("Ana Ruiz", from the prompt's example)
     "semantic_search": "{repeated} Search another way now: {tool} with a few words describing the fact you still need.",
@@ -407,7 +407,7 @@ class Agent:
         top_unread = bool(unread) and unread[0] == toolkit.last_hits[0]
         if from_snippets and top_unread and guide.searches not in guide.read_nudged:
             guide.read_nudged.add(guide.searches)
-            self._harness_read(toolkit, unread[:2], READ_BEFORE_ANSWER, messages, trajectory)
+            self._harness_read(toolkit, unread[:HARNESS_READS], READ_BEFORE_ANSWER, messages, trajectory)
             return True
         if not guide.plan_nudged and len(guide.plan) > guide.searches:
             guide.plan_nudged, guide.held_answer = True, answer
@@ -448,7 +448,7 @@ class Agent:
             # every hit the search may still have read, at once: one hit per repeat cost the model a repeat (a
             # model call) per hit (two repeats in a row in 30 of 100 runs of e7a4b22, 15 of 49 of 382e847)
             left = toolkit.reads_left()  # never 0 here: an exhausted search has no unread hits
-            ids = unread[: REPEAT_READS if left is None else left]
+            ids = unread[: HARNESS_READS if left is None else left]
             result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": ids})
             best = "here is the best hit" if len(ids) == 1 else f"here are the best {len(ids)} hits"
             result.observation = f"{REPEATED} Instead, {best} you have not read yet:\n{result.observation}"
