@@ -12,8 +12,20 @@ from arag.settings import LLMSettings, Settings
 
 
 class _FakeServer:
-    def __init__(self, model_path: Path, threads: int = 2, n_ctx: int = 8192, lookup_tokens: int = 0) -> None:
-        self.options = {"path": model_path, "threads": threads, "lookup_tokens": lookup_tokens}
+    def __init__(
+        self,
+        model_path: Path,
+        threads: int = 2,
+        n_ctx: int = 8192,
+        lookup_tokens: int = 0,
+        flash_attention: str = "off",
+    ) -> None:
+        self.options = {
+            "path": model_path,
+            "threads": threads,
+            "lookup_tokens": lookup_tokens,
+            "flash_attention": flash_attention,
+        }
         self.base_url, self.model_name = "http://127.0.0.1:9/v1", model_path.stem
 
 
@@ -39,6 +51,31 @@ def test_embedded_model_gets_lookup_decoding_from_settings(fake_local: list[_Fak
     assert len(fake_local) == 1  # one server per process and options
     runtime.chat_model(Settings(llm=LLMSettings(lookup_tokens=8)), threads=2)
     assert len(fake_local) == 2 and fake_local[1].options["lookup_tokens"] == 8
+
+
+def test_embedded_model_gets_flash_attention_from_settings(fake_local: list[_FakeServer]) -> None:
+    runtime.chat_model(Settings(), threads=2)
+    assert fake_local[0].options["flash_attention"] == LLMSettings().flash_attention == "off"
+    runtime.chat_model(Settings(llm=LLMSettings(flash_attention="on")), threads=2)
+    assert len(fake_local) == 2 and fake_local[1].options["flash_attention"] == "on"  # a server per setting
+
+
+def test_flash_attention_names_map_to_llama_cpp_values() -> None:
+    import xllamacpp  # the tests' 'local-test' extra installs it, as for tests/test_local_model.py
+
+    kinds = xllamacpp.llama_flash_attn_type
+    assert {
+        "auto": int(kinds.LLAMA_FLASH_ATTN_TYPE_AUTO),
+        "off": int(kinds.LLAMA_FLASH_ATTN_TYPE_DISABLED),
+        "on": int(kinds.LLAMA_FLASH_ATTN_TYPE_ENABLED),
+    } == local_llm.FLASH_ATTENTION
+
+
+def test_flash_attention_setting_takes_only_known_values() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        LLMSettings(flash_attention="fast")  # type: ignore[arg-type]
 
 
 def test_lookup_tokens_setting_is_bounded() -> None:

@@ -671,6 +671,7 @@ def _run_one(
             "protocol": protocol,
             # the embedded model's speculative decoding changes near-tie tokens, so it belongs to a run's identity
             "lookup_tokens": settings.llm.lookup_tokens if embedded else None,
+            "flash_attention": settings.llm.flash_attention if embedded else None,
         },
         "limit": limit,
         "seed": seed,

@@ -129,10 +129,20 @@ def resolve_model(spec: str | None = None) -> Path:
 LOOKUP_NGRAM = 4  # tokens matched before a lookup draft is proposed (2-4 measured alike; 12 drafted too rarely)
 
 
+FLASH_ATTENTION = {"auto": -1, "off": 0, "on": 1}  # llama.cpp's llama_flash_attn_type
+
+
 class LocalServer:
     """llama.cpp's server on 127.0.0.1 inside this process; ``base_url`` is OpenAI-compatible."""
 
-    def __init__(self, model_path: Path, threads: int = 2, n_ctx: int = 8192, lookup_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        threads: int = 2,
+        n_ctx: int = 8192,
+        lookup_tokens: int = 0,
+        flash_attention: str = "off",
+    ) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # measured: protects throughput under contention
         try:
             import xllamacpp as xlc
@@ -149,10 +159,11 @@ class LocalServer:
         params.use_jinja = True
         params.verbosity = -1
         params.warmup = False
+        params.flash_attn_type = FLASH_ATTENTION[flash_attention]
         if lookup_tokens:
             # prompt-lookup speculation: drafts the tokens that followed the last LOOKUP_NGRAM tokens earlier in
             # the conversation and verifies them in one batch. Off by default: on identical calls on 2 cores it
-            # made generation 17 % slower (41 % of drafts rejected; benchmarks/bench_lookup.py), and a 0.5B
+            # made generation 17 % slower (41 % of drafts rejected; benchmarks/bench_local_model.py), and a 0.5B
             # draft model was slower still
             params.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
             params.speculative.ngram_simple.size_n = LOOKUP_NGRAM

@@ -30,10 +30,13 @@ def chat_model(
             "or install the embedded local model: bash scripts/setup.sh local"
         )
     path = resolve_model(local_model)
-    key = f"{path}:{llm.lookup_tokens}"  # the agent and the judge share one server (the first one's threads)
+    # the agent and the judge share one server (the first one's threads)
+    key = f"{path}:{llm.lookup_tokens}:{llm.flash_attention}"
     server = _servers.get(key)
     if server is None:
-        server = _servers[key] = LocalServer(path, threads=threads, lookup_tokens=llm.lookup_tokens)
+        server = _servers[key] = LocalServer(
+            path, threads=threads, lookup_tokens=llm.lookup_tokens, flash_attention=llm.flash_attention
+        )
     local = llm.model_copy(
         update={
             "base_url": server.base_url,

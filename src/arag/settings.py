@@ -91,6 +91,12 @@ class LLMSettings(BaseModel):
         "from the conversation and verifies them in one batch (llama.cpp n-gram speculation); 0 = off (the "
         "default: measured slower on 2 cores, where about half of the drafts were rejected).",
     )
+    flash_attention: Literal["auto", "on", "off"] = Field(
+        "off",
+        description="Embedded model only: llama.cpp's flash attention. Off by default: on 2 AVX2 cores it made "
+        "generation ~16 % slower at the agent's 1-3k-token prompts and prompt processing only ~8 % faster "
+        "(benchmarks/bench_local_model.py); 'auto' lets llama.cpp decide (it turns it on for a CPU).",
+    )
     timeout_s: float = Field(
         120.0,
         gt=0,
