@@ -12,20 +12,8 @@ from arag.settings import LLMSettings, Settings
 
 
 class _FakeServer:
-    def __init__(
-        self,
-        model_path: Path,
-        threads: int = 2,
-        n_ctx: int = 8192,
-        lookup_tokens: int = 0,
-        flash_attention: str = "off",
-    ) -> None:
-        self.options = {
-            "path": model_path,
-            "threads": threads,
-            "lookup_tokens": lookup_tokens,
-            "flash_attention": flash_attention,
-        }
+    def __init__(self, model_path: Path, **options: Any) -> None:
+        self.options = {"path": model_path, **options}  # runtime passes every option by name
         self.base_url, self.model_name = "http://127.0.0.1:9/v1", model_path.stem
 
 
