@@ -7,7 +7,7 @@
 Runs each question through the compact agent twice, on one llama.cpp server with the default settings (the
 baseline) and one with the options given (prompt-lookup drafts of ``--lookup`` tokens, ``--flash-attention``),
 alternating which goes first, and prints llama.cpp's own timings. Drafts are verified and flash attention
-computes the same attention, so both runs make the same calls until a near-tie flips a token; the table
+computes the same attention up to rounding, so both runs make the same calls until a near-tie flips a token; the table
 compares only those leading calls whose prompt and completion token counts are identical in both runs, so it
 measures speed on identical work.
 """

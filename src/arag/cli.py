@@ -669,7 +669,8 @@ def _run_one(
             "index": settings.index.model_dump(mode="json", exclude={"threads"}),
             "naive_top_k": naive_top_k,
             "protocol": protocol,
-            # the embedded model's speculative decoding changes near-tie tokens, so it belongs to a run's identity
+            # the embedded model's speculative decoding and flash attention change near-tie tokens (rounding), so
+            # they belong to a run's identity: a run directory is not resumed under another setting
             "lookup_tokens": settings.llm.lookup_tokens if embedded else None,
             "flash_attention": settings.llm.flash_attention if embedded else None,
         },
