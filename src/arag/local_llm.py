@@ -12,6 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from arag.embedding import cache_dir, sha256_file
 from arag.errors import ConfigError
@@ -141,7 +142,7 @@ class LocalServer:
         threads: int = 2,
         n_ctx: int = 8192,
         lookup_tokens: int = 0,
-        flash_attention: str = "off",
+        flash_attention: Literal["auto", "on", "off"] = "off",
     ) -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # measured: protects throughput under contention
         try:

@@ -94,8 +94,8 @@ class LLMSettings(BaseModel):
     flash_attention: Literal["auto", "on", "off"] = Field(
         "off",
         description="Embedded model only: llama.cpp's flash attention. Off by default: on 2 AVX2 cores it made "
-        "generation ~16 % slower at the agent's 1-3k-token prompts and prompt processing only ~8 % faster "
-        "(benchmarks/bench_local_model.py); 'auto' lets llama.cpp decide (it turns it on for a CPU).",
+        "generation ~16 % slower at the agent's 1-3k-token prompts and prompt processing only ~3 % faster "
+        "(benchmarks/bench_local_model.py, docs/benchmarks.md); 'auto' lets llama.cpp decide (on for a CPU).",
     )
     timeout_s: float = Field(
         120.0,
