@@ -302,12 +302,14 @@ def read_enum(request: dict[str, object]) -> list[str] | None:
 def local_json_agent(index: Index, server: ScriptedServer, max_steps: int, **settings: object) -> Agent:
     """The agent as the embedded model gets it: compact profile, constrained JSON actions."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    settings = {"flat_actions": True, "search_hits": 3, **settings}  # the levers these tests are about
+    # the levers these tests are about; title reads (a hit titled as a keyword shown read) have their own tests
+    settings = {"flat_actions": True, "search_hits": 3, "title_reads": False, **settings}
     return Agent(index, model, AgentSettings(max_steps=max_steps, **settings), json_actions=True)  # type: ignore[arg-type]
 
 
 def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="small", max_retries=0))
+    settings = {"title_reads": False, **settings}  # searches show snippets here; title reads have their own tests
     return Agent(index, model, AgentSettings(profile="compact", **settings))  # type: ignore[arg-type]
 
 

@@ -272,6 +272,7 @@ class Agent:
             common_keyword_share=self.settings.common_keyword_share if compact else 0.0,
             expose_top_k=not compact,
             search_hits=self.settings.search_hits if compact else None,
+            title_reads=self.settings.title_reads and compact,
         )
         toolkit.focus_query = question
         toolkit.flat_calls = self.flat

@@ -140,6 +140,13 @@ class AgentSettings(BaseModel):
         "when that is at most this many tokens (a long chunk's focused view counts by what it shows), saving a "
         "small model a read step and a model call; 0 = off (the paper: snippets only).",
     )
+    title_reads: bool = Field(
+        True,
+        description="Compact profile: a keyword search's hit whose document title is one of its keywords (a trailing "
+        '"(…)" aside) is shown as chunk_read would show it and counts as read, at most reads_per_search such hits '
+        "per search: the page about a name searched for, without the read step and model call it costs a small "
+        "model. False: snippets only, as in the paper.",
+    )
     choice_answers: bool = Field(
         True,
         description="Compact profile with JSON actions: the answer to an either-or question ('…, A or B?') must be "

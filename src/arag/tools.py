@@ -87,6 +87,7 @@ class Toolkit:
         common_keyword_share: float = 0.0,
         expose_top_k: bool = True,
         search_hits: int | None = None,
+        title_reads: bool = False,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -124,6 +125,10 @@ class Toolkit:
         # model writes is ~7 tokens shorter, and it never asked for anything but the example's 5
         self.expose_top_k = expose_top_k
         self.search_hits = search_hits  # the top_k of a search that names none (None: the tool's default)
+        # a keyword search's hit whose document title is one of its keywords is shown as a read shows it (and
+        # counts as read): searching a name and then reading the page of that name cost a small model a model call
+        # per hop; at most reads_per_search such hits (else 2) per search
+        self.title_reads = title_reads
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
         # the model writes a call as {"chunk_read": [...]} (the compact profile's JSON actions), so the hints do
@@ -161,7 +166,7 @@ class Toolkit:
                     f"{json.dumps(shorter, ensure_ascii=False)}"
                 )
         pair = self.hints and _distinct_pair(keywords, hits)
-        return self._format_hits(header, hits, notes, pair)
+        return self._format_hits(header, hits, notes, pair, keywords)
 
     def semantic_search(self, query: str, top_k: int = 5) -> str:
         """Semantic (embedding) search: finds sentences similar in meaning to the query.
@@ -350,17 +355,27 @@ class Toolkit:
             return self.last_hits[int(match.group(1)) - 1]
         return text
 
-    def _format_hits(self, header: str, hits: list[SearchHit], notes: str, pair: bool = False) -> str:
+    def _format_hits(
+        self, header: str, hits: list[SearchHit], notes: str, pair: bool = False, keywords: Sequence[str] = ()
+    ) -> str:
         self.last_hits = [h.chunk_id for h in hits]
         self.last_pair = False
         self._read_before_search = set(self.tracker.read_ids)
         if not hits:
             return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
         lines = [f"{notes}{header}: {len(hits)} chunks"]
+        by_title = self.title_reads and self.hints and not self.full_text_results and bool(keywords)
         inline = self.inline_tokens and not self.full_text_results and hits[0].chunk_id not in self.tracker.read_ids
-        wanted = [h.row for h in hits] if self.full_text_results else [hits[0].row] if inline else []
+        wanted = [h.row for h in hits] if self.full_text_results or by_title else [hits[0].row] if inline else []
         records = self.index.store.chunks(wanted) if wanted else {}
-        top_view = self._inline_view(records.get(hits[0].row)) if inline else None
+        views: dict[int, tuple[str, str]] = {}  # rank → (focus note, text) of the hits shown as read
+        for rank in self._title_ranks(keywords, hits, records) if by_title else []:
+            record = records.get(hits[rank - 1].row)
+            if record is not None:
+                views[rank] = self._read_view(record)
+        top_view = self._inline_view(records.get(hits[0].row)) if inline and 1 not in views else None
+        if top_view is not None:
+            views[1] = top_view
         for rank, hit in enumerate(hits, start=1):
             self.tracker.seen_ids.add(hit.chunk_id)
             self.offered[hit.chunk_id] = None
@@ -368,15 +383,15 @@ class Toolkit:
             mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
             # a small model reads ranks and ids; the score only cost it prompt tokens
             score = "" if self.hints else f" (score {hit.score:.4g})"
-            if rank == 1 and top_view is not None:
+            if rank in views:
                 self.tracker.read_ids.add(hit.chunk_id)
-                focus, text = top_view
+                focus, text = views[rank]
                 lines.append(f"[{rank}] chunk {hit.chunk_id}{score}, {f'read ({focus})' if focus else 'full text'}:")
                 lines.append(text)
                 continue
-            record = records.get(hit.row)
+            record = records.get(hit.row) if self.full_text_results else None
             lines.append(f"[{rank}] chunk {hit.chunk_id}{score}{mark}")
-            if self.full_text_results and record is not None:
+            if record is not None:
                 lines.append(record.text.strip())
                 continue
             if mark and self.hints:
@@ -387,13 +402,23 @@ class Toolkit:
                 lines.append(f"  (+{len(hit.snippets) - self.snippets_per_hit} more matching sentences)")
         if self.hints and not self.full_text_results:
             unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
-            if top_view is not None:
+            if views:
                 # pointing at the next hit here made small models read every hit in turn: point at the next hop
-                shown = "read above" if top_view[0] else "shown in full"
-                lines.append(
-                    f"Hit 1 is {shown}. If it gives the fact you need, use it; if the question needs another fact "
-                    "(e.g. about a person or place it names), search for that next."
-                )
+                self.last_pair = pair and sorted(views) == [1, 2]
+                ranks = sorted(views)
+                if len(ranks) == 1:
+                    in_full = ranks == [1] and top_view is not None and not top_view[0]
+                    shown = "shown in full" if in_full else "read above"
+                    lines.append(
+                        f"Hit {ranks[0]} is {shown}. If it gives the fact you need, use it; if the question needs "
+                        "another fact (e.g. about a person or place it names), search for that next."
+                    )
+                else:
+                    listed = f"{', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
+                    lines.append(
+                        f"Hits {listed} are read above. If they give the facts you need, use them; if the question "
+                        "needs another fact (e.g. about a person or place they name), search for that next."
+                    )
             elif pair and unread[:2] == [1, 2]:
                 # a comparison's two items: reading them one per step spent the steps a bridge comparison's
                 # second hop needs (forced answers at max_steps were the largest failure class)
@@ -406,6 +431,25 @@ class Toolkit:
                 read = self.read_call(f"hit {unread[0]}")
                 lines.append(f"These are only snippets. Read the most promising hit in full: {read}.")
         return "\n".join(lines)
+
+    def _title_ranks(
+        self, keywords: Sequence[str], hits: list[SearchHit], records: dict[int, ChunkRecord]
+    ) -> list[int]:
+        """Ranks of the hits whose document title is a keyword (the best unread hit per keyword, at most
+        ``reads_per_search`` of them, else 2): the page about a name searched for. A title's trailing
+        "(…)" does not count ("Philip Ford (film director)" is the page of "Philip Ford")."""
+        wanted = {_title_key(k) for k in keywords} - {""}
+        limit = self.reads_per_search if self.reads_per_search > 0 else 2
+        ranks: list[int] = []
+        for rank, hit in enumerate(hits, start=1):
+            record = records.get(hit.row)
+            if record is None or hit.chunk_id in self.tracker.read_ids or len(ranks) >= limit:
+                continue
+            title = _title_key(record.doc_id)
+            if title in wanted:
+                wanted.discard(title)
+                ranks.append(rank)
+        return ranks
 
     def read_call(self, *references: str) -> str:
         """A chunk_read call as the model writes it, for hints."""
@@ -511,6 +555,12 @@ def _shorten(text: str, limit: int = 400) -> str:
     return text[: cut if cut > limit // 2 else limit - 1] + " …"
 
 
+def _title_key(text: str) -> str:
+    """A title or keyword as compared for title reads: lower case, one space, a trailing "(…)" left out."""
+    return " ".join(_DISAMBIGUATION.sub("", text).split()).strip(" \"'").lower()
+
+
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _POSSESSIVE = re.compile(r"['’]s?(?=\s|$)")
 _HIT_REFERENCE = re.compile(r"^(?:hit\s*#?\s*|#)(\d{1,3})$", re.I)
 
