@@ -340,6 +340,32 @@ def test_compact_inline_read_saves_the_read_step(hippo_index: Index, server: Scr
     assert result.stop_reason == "answered" and len(result.trajectory) == 1  # answered with no harness read
 
 
+def test_compact_title_read_saves_the_read_step_and_leaves_nothing_of_the_search_to_read(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde of Tours", "Lothair II"]})]),
+        completion("20 March 851 [chunk Ermengarde of Tours#0]"),
+    ]
+    result = compact_agent(hippo_index, server, title_reads=True).run("When did Lothair II's mother die?")
+    observation = result.trajectory[0].observation
+    assert "chunk Ermengarde of Tours#0, full text:" in observation and "chunk Lothair II#0, full text:" in observation
+    assert result.read_chunks == ["Ermengarde of Tours#0", "Lothair II#0"] and len(result.trajectory) == 1
+    assert result.stop_reason == "answered" and result.citations == [
+        {"chunk_id": "Ermengarde of Tours#0", "verified": True}
+    ]
+    # with JSON actions, the next action's grammar offers none of that search's other hits
+    server.replies = [
+        action("keyword_search", keywords=["Ermengarde of Tours", "Lothair II"]),
+        completion(json.dumps({"found": "x", "answer": "851"})),
+    ]
+    local = local_json_agent(hippo_index, server, max_steps=3, title_reads=True).run(
+        "When did Lothair II's mother die?"
+    )
+    assert local.read_chunks == ["Ermengarde of Tours#0", "Lothair II#0"] and local.stop_reason == "answered"
+    assert not [ref for ref in read_enum(server.requests[-1]) or [] if ref.startswith("hit ")]
+
+
 def test_an_answer_cut_off_by_the_token_limit_is_extracted_not_dumped(
     hippo_index: Index, server: ScriptedServer
 ) -> None:

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arag.chunking import count_tokens
 from arag.index import Index
@@ -260,3 +263,96 @@ def test_a_search_that_finds_one_chunk_per_keyword_says_to_read_both(people_inde
     paper = Toolkit(people_index)
     assert "read both" not in paper.call("keyword_search", {"keywords": ["Fortunella", "Town 7"]}).observation
     assert not paper.last_pair
+
+
+def title_toolkit(index: Index, **settings: object) -> Toolkit:
+    """The compact profile's toolkit with title reads, as the agent builds it."""
+    options: dict[str, object] = {"hints": True, "reads_per_search": 2, "title_reads": True, **settings}
+    return Toolkit(index, **options)  # type: ignore[arg-type]
+
+
+def test_hits_titled_as_a_keyword_are_shown_read_and_the_others_stay_snippets(hippo_index: Index) -> None:
+    tools = title_toolkit(hippo_index)
+    result = tools.call("keyword_search", {"keywords": ["lothair ii", "WALDRADA"]})
+    ranks = {chunk_id: rank for rank, chunk_id in enumerate(result.chunk_ids, start=1)}
+    assert {"Lothair II#0", "Waldrada#0"} <= set(ranks) and len(ranks) > 2  # the premise: other chunks match too
+    lines = result.observation.splitlines()
+    for chunk_id in ("Lothair II#0", "Waldrada#0"):
+        header = f"[{ranks[chunk_id]}] chunk {chunk_id}, full text:"
+        assert header in lines
+        assert lines[lines.index(header) + 1 :][:2] == hippo_index.read([chunk_id])[0][0].text.strip().splitlines()[:2]
+    assert tools.tracker.read_ids == {"Lothair II#0", "Waldrada#0"}
+    others = [c for c in result.chunk_ids if c not in tools.tracker.read_ids]
+    assert all(f"[{ranks[c]}] chunk {c}" in lines for c in others)
+    assert "  - " in result.observation  # their snippets
+    read = sorted([ranks["Lothair II#0"], ranks["Waldrada#0"]])
+    assert f"Hits {read[0]} and {read[1]} are read above. If they give the facts you need" in result.observation
+    assert "Read the most promising hit" not in result.observation
+    # they count as the search's reads: its other hits are not offered for reading, a read of them is not repeated
+    assert tools.reads_left() == 0 and not [r for r in tools.readable() if r.startswith("hit ")]
+    assert "already read" in tools.call("chunk_read", {"chunk_ids": [f"hit {read[0]}"]}).observation
+    again = tools.call("keyword_search", {"keywords": ["Lothair II", "Waldrada"]}).observation
+    assert "full text" not in again and again.count("[already read]") == 2
+
+
+def test_title_reads_compare_whole_titles_without_their_disambiguation(tmp_path: Path) -> None:
+    corpus = [
+        {
+            "title": "Philip Ford (film director)",
+            "text": "Philip Ford was an American film director. He was born in 1900.",
+        },
+        {"title": "John Ford", "text": "John Ford was an American film director. Philip Ford was his nephew."},
+        {"title": "Fordham", "text": "Fordham is a village. A Ford dealer opened there in 1950."},
+    ]
+    (tmp_path / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    build_index([tmp_path / "corpus.json"], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+
+    def shown_read(keywords: list[str], **options: object) -> set[str]:
+        tools = title_toolkit(index, **options)
+        tools.call("keyword_search", {"keywords": keywords})
+        return tools.tracker.read_ids
+
+    assert shown_read(["Philip Ford"]) == {"Philip Ford (film director)#0"}
+    assert shown_read(["philip ford (film director)"]) == {"Philip Ford (film director)#0"}
+    assert shown_read(["Ford"]) == set()  # a word of a title is not the title
+    assert shown_read(["Philip"]) == set()
+    assert shown_read(["John Ford", "Philip Ford", "Fordham"]) == {"John Ford#0", "Philip Ford (film director)#0"}
+    assert shown_read(["John Ford", "Fordham"], reads_per_search=1) == {"John Ford#0"}
+    assert shown_read(["John Ford"], title_reads=False) == set()
+    assert shown_read(["John Ford"], hints=False) == set()  # the paper's tool shows snippets only
+    semantic = title_toolkit(index)
+    semantic.call("semantic_search", {"query": "John Ford"})
+    assert semantic.tracker.read_ids == set()
+
+
+def test_a_title_read_skips_a_chunk_read_before(hippo_index: Index) -> None:
+    tools = title_toolkit(hippo_index)
+    tools.call("chunk_read", {"chunk_ids": ["Waldrada#0"]})
+    result = tools.call("keyword_search", {"keywords": ["Waldrada", "Lothair II"]})
+    assert "[already read]" in result.observation and result.observation.count("full text:") == 1
+    assert "Lothair II#0" in tools.tracker.read_ids and "Hit " in result.observation
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["Lothair II", "waldrada", "Teutberga (queen)", "Mehmed II", "Tours", "II", " ", ""]),
+            st.text(max_size=30),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_title_reads_show_only_hits_titled_as_a_keyword(hippo_index: Index, keywords: list[str]) -> None:
+    tools = title_toolkit(hippo_index)
+    result = tools.call("keyword_search", {"keywords": keywords})
+    # the rule, stated apart from the tool's code: the whole title, case and spacing aside, a trailing "(…)" and
+    # quotes left out
+    wanted = {" ".join(re.sub(r"\s*\([^()]*\)\s*$", "", k).split()).strip(" \"'").lower() for k in keywords}
+    read = tools.tracker.read_ids
+    assert len(read) <= 2 and read <= set(result.chunk_ids)
+    for record in hippo_index.read(sorted(read))[0]:
+        assert record.doc_id.lower() in wanted
+        assert f"chunk {record.chunk_id}, full text:" in result.observation

@@ -126,8 +126,8 @@ class Toolkit:
         self.expose_top_k = expose_top_k
         self.search_hits = search_hits  # the top_k of a search that names none (None: the tool's default)
         # a keyword search's hit whose document title is one of its keywords is shown as a read shows it (and
-        # counts as read): searching a name and then reading the page of that name cost a small model a model call
-        # per hop; at most reads_per_search such hits (else 2) per search
+        # counts as read): meant to save a small model the read call per hop; at most reads_per_search such hits
+        # (else 2) per search (agent.title_reads, off: measured no faster)
         self.title_reads = title_reads
         self.focus_query = ""
         self._focus_vector: tuple[str, Any] | None = None
