@@ -1,6 +1,6 @@
 """Where an agent run's time went: processed and generated tokens per question, and what the generated ones were.
 
-    python benchmarks/token_budget.py runs/2wiki-arag-full-v11 [more run dirs]
+    python benchmarks/token_budget.py runs/2wiki-arag-full-v11 [more run dirs] [--first 40]
 
 For each run directory of ``arag eval run`` (embedded model, compact profile), reads the recorded model calls
 and trajectories and prints, per question: model calls, prompt tokens the server processed (not from its KV
@@ -56,6 +56,7 @@ def flat_actions(run: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--first", type=int, default=0, help="Only the first N questions of the run's sample.")
     args = parser.parse_args()
     server = LocalServer(resolve_model(None), threads=1)
     tokenize_url = server.base_url.removesuffix("/v1") + "/tokenize"
@@ -73,6 +74,11 @@ def main() -> None:
     rows = []
     for run in args.runs:
         records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
+        if args.first > 0:
+            # the sample's order is the run's config (records are in finishing order)
+            order = json.loads((run / "config.json").read_text()).get("question_ids") or []
+            by_id = {r["id"]: r for r in records}
+            records = [by_id[i] for i in order[: args.first] if i in by_id]
         records = [r for r in records if r.get("model_calls")]
         if not records:
             raise SystemExit(f"{run}: no question with recorded model calls")
