@@ -226,6 +226,25 @@ def test_error_on_one_question_is_recorded(tmp_path: Path, server: ScriptedServe
     assert json.loads((out / "summary.json").read_text())["errors"] == 1
 
 
+def test_resuming_under_other_settings_is_refused_naming_what_differs(tmp_path: Path, server: ScriptedServer) -> None:
+    server.default = completion("She died on 20 March 851.")
+    out = tmp_path / "run"
+    first = run_eval("arag-full", out, "--limit", "1", "--max-steps", "3", server=server, cache=tmp_path / "cache")
+    assert first.returncode == 0, first.stderr
+    config = json.loads((out / "config.json").read_text())
+    del config["settings"]["agent"]["title_reads"]  # a run made before a setting existed
+    (out / "config.json").write_text(json.dumps(config))
+    asked = len(server.requests)
+    other = run_eval("arag-full", out, "--limit", "1", "--max-steps", "4", server=server, cache=tmp_path / "cache")
+    assert other.returncode == 1
+    assert "Traceback" not in other.stderr
+    message = other.stderr.strip().splitlines()[-1]  # one line (the progress bar may come before it)
+    assert message.startswith("error: ")
+    assert "settings.agent.max_steps: 3 → 4" in message and "settings.agent.title_reads: absent → false" in message
+    assert message.endswith("use another --out") and len(server.requests) == asked  # refused before any question
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1  # the run's answers are left as they were
+
+
 def test_report_and_sweep(tmp_path: Path, server: ScriptedServer) -> None:
     server.default = completion("She died on 20 March 851.")
     sweep = run_cli(

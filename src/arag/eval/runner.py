@@ -185,6 +185,27 @@ def judge(model: ChatModel, question: Question, prediction: str, template: str =
     return parse_judgement(turn.content)
 
 
+def _differences(before: Any, after: Any, path: str = "") -> list[str]:
+    """Where two JSON values differ, as "path: before → after" (a key one side lacks shows as absent)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found: list[str] = []
+        for key in sorted(set(before) | set(after), key=str):
+            inner = f"{path}.{key}" if path else str(key)
+            if key not in before or key not in after:
+                old = _brief(before[key]) if key in before else "absent"
+                new = _brief(after[key]) if key in after else "absent"
+                found.append(f"{inner}: {old} → {new}")
+            else:
+                found.extend(_differences(before[key], after[key], inner))
+        return found
+    return [] if before == after else [f"{path or 'config'}: {_brief(before)} → {_brief(after)}"]
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def run_eval(
     dataset: Dataset,
     method: Method,
@@ -202,10 +223,14 @@ def run_eval(
     config_path = out_dir / CONFIG
     if config_path.exists():
         previous = json.loads(config_path.read_text())
-        if {k: previous.get(k) for k in ("dataset", "method", "settings")} != {
-            k: config.get(k) for k in ("dataset", "method", "settings")
-        }:
-            raise ConfigError(f"{out_dir} holds a run with other settings; use another --out")
+        changed = _differences(
+            {k: previous.get(k) for k in ("dataset", "method", "settings")},
+            {k: config.get(k) for k in ("dataset", "method", "settings")},
+        )
+        if changed:
+            # a run directory is one configuration: resuming it under another would mix two methods' answers
+            shown = "; ".join(changed[:3]) + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "")
+            raise ConfigError(f"{out_dir} holds a run with other settings ({shown}); use another --out")
     else:
         tmp = config_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(config, indent=2))
