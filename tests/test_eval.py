@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arag.eval.datasets import load_dataset
 from arag.eval.methods import METHODS
@@ -243,6 +245,23 @@ def test_resuming_under_other_settings_is_refused_naming_what_differs(tmp_path: 
     assert "settings.agent.max_steps: 3 → 4" in message and "settings.agent.title_reads: absent → false" in message
     assert message.endswith("use another --out") and len(server.requests) == asked  # refused before any question
     assert len((out / "results.jsonl").read_text().splitlines()) == 1  # the run's answers are left as they were
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES, JSON_VALUES)
+def test_a_resume_is_refused_exactly_when_the_configs_differ(before: object, after: object) -> None:
+    from arag.eval.runner import _differences
+
+    found = _differences(before, after)
+    assert bool(found) == (before != after) and _differences(before, before) == []
+    assert all(" → " in line and len(line) < 200 for line in found)  # each difference fits on a line
 
 
 def test_report_and_sweep(tmp_path: Path, server: ScriptedServer) -> None:

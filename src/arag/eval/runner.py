@@ -228,7 +228,7 @@ def run_eval(
             {k: config.get(k) for k in ("dataset", "method", "settings")},
         )
         if changed:
-            # a run directory is one configuration: resuming it under another would mix two methods' answers
+            # a run directory is one configuration: resuming it under another would mix two configurations' answers
             shown = "; ".join(changed[:3]) + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "")
             raise ConfigError(f"{out_dir} holds a run with other settings ({shown}); use another --out")
     else:
