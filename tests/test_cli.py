@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES
 
 
@@ -155,3 +157,17 @@ def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: P
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "plots skipped: the plots need matplotlib: pip install 'a-rag[eval]'" in proc.stderr
     assert "| Direct answer | – | 50.0 |" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_read_in_place_of_a_repeated_call_is_labelled(capsys: pytest.CaptureFixture[str]) -> None:
+    from arag.agent import READ_INSTEAD, REPEATED, Step
+    from arag.cli import _show_step
+
+    observation = f"{READ_INSTEAD}here is the best hit you have not read yet:\nx"
+    read = Step("chunk_read", {"chunk_ids": ["a#0"]}, observation, 5, 0.0)
+    _show_step(read)
+    shown = capsys.readouterr().err.splitlines()
+    assert shown[0] == '→ chunk_read {"chunk_ids": ["a#0"]} (read for the model in place of its repeated call)'
+    refused = Step("keyword_search", {"keywords": ["a"]}, f"{REPEATED} Use it, try something different.", 0, 0.0)
+    _show_step(refused)
+    assert capsys.readouterr().err.splitlines()[0] == '→ keyword_search {"keywords": ["a"]}'  # the model's own call

@@ -77,6 +77,8 @@ READ_BEFORE_ANSWER = (
     "shown in full below. Answer from them (short, with [chunk ID]), or search again if they do not hold it."
 )
 REPEATED = "You already made this exact call; its result is above."
+# how the observation of a read the harness made in place of a repeated call begins (the trajectory shows the read)
+READ_INSTEAD = f"{REPEATED} Instead, "
 HARNESS_READS = 2  # hits the harness reads for the model at once (a repeat: when the search's reads are not capped)
 SWITCH_SEARCH = {
     # no example query: a small model answered with the example's entity ("Ana Ruiz", from the prompt's example)
@@ -452,7 +454,7 @@ class Agent:
             ids = unread[: HARNESS_READS if left is None else left]
             result = toolkit.call(toolkit.names["chunk_read"], {"chunk_ids": ids})
             best = "here is the best hit" if len(ids) == 1 else f"here are the best {len(ids)} hits"
-            result.observation = f"{REPEATED} Instead, {best} you have not read yet:\n{result.observation}"
+            result.observation = f"{READ_INSTEAD}{best} you have not read yet:\n{result.observation}"
             return result, True
         canonical = toolkit.canonical(call.name)
         other = {"keyword_search": "semantic_search", "semantic_search": "keyword_search"}.get(canonical, "")

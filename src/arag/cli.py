@@ -477,9 +477,14 @@ class _Status:
 
 
 def _show_step(step) -> None:
+    from arag.agent import READ_INSTEAD
+
     first = " ".join(step.observation.split())[:160]
+    # the step records the read that ran; without a label it looked like a read the model had repeated
+    instead = " (read for the model in place of its repeated call)" if step.observation.startswith(READ_INSTEAD) else ""
     err.print(
-        f"[cyan]→ {escape(step.tool)}[/cyan] {escape(json.dumps(step.arguments, ensure_ascii=False))}", highlight=False
+        f"[cyan]→ {escape(step.tool)}[/cyan] {escape(json.dumps(step.arguments, ensure_ascii=False))}{instead}",
+        highlight=False,
     )
     err.print(f"  {first}", markup=False, highlight=False)
 
