@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arag.agent import CAP_MARGIN, SHORT_ANSWER_CHARS, Agent, _whole_sentences, action_schema
+from arag.agent import CAP_MARGIN, READ_INSTEAD, SHORT_ANSWER_CHARS, Agent, _whole_sentences, action_schema
 from arag.errors import ConfigError
 from arag.index import Index
 from arag.llm import ChatModel
@@ -506,6 +506,8 @@ def test_compact_repeated_search_reads_the_hits_it_may_still_read_at_once(
             )
             shown = [chunk for chunk in hits if f"[chunk {chunk}]" in step.observation]
             assert shown == [hits[rank - 1] for rank in ranks]
+            # what `arag ask` labels as a read made in place of the repeated call (the step records the read)
+            assert step.tool == "chunk_read" and step.observation.startswith(READ_INSTEAD)
         assert result.read_chunks == sorted(hits[: 2 if limit else 3])
         assert result.stop_reason == "max_steps"  # showing new text is progress, not a stall
 
