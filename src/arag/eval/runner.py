@@ -185,23 +185,24 @@ def judge(model: ChatModel, question: Question, prediction: str, template: str =
     return parse_judgement(turn.content)
 
 
+_ABSENT = object()  # a key one side of a comparison lacks
+_RUN_IDENTITY = ("dataset", "method", "settings")  # what a resumed run must share with the run in its directory
+
+
 def _differences(before: Any, after: Any, path: str = "") -> list[str]:
     """Where two JSON values differ, as "path: before → after" (a key one side lacks shows as absent)."""
     if isinstance(before, dict) and isinstance(after, dict):
         found: list[str] = []
         for key in sorted(set(before) | set(after), key=str):
             inner = f"{path}.{key}" if path else str(key)
-            if key not in before or key not in after:
-                old = _brief(before[key]) if key in before else "absent"
-                new = _brief(after[key]) if key in after else "absent"
-                found.append(f"{inner}: {old} → {new}")
-            else:
-                found.extend(_differences(before[key], after[key], inner))
+            found.extend(_differences(before.get(key, _ABSENT), after.get(key, _ABSENT), inner))
         return found
     return [] if before == after else [f"{path or 'config'}: {_brief(before)} → {_brief(after)}"]
 
 
 def _brief(value: Any, limit: int = 60) -> str:
+    if value is _ABSENT:
+        return "absent"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -223,10 +224,7 @@ def run_eval(
     config_path = out_dir / CONFIG
     if config_path.exists():
         previous = json.loads(config_path.read_text())
-        changed = _differences(
-            {k: previous.get(k) for k in ("dataset", "method", "settings")},
-            {k: config.get(k) for k in ("dataset", "method", "settings")},
-        )
+        changed = _differences({k: previous.get(k) for k in _RUN_IDENTITY}, {k: config.get(k) for k in _RUN_IDENTITY})
         if changed:
             # a run directory is one configuration: resuming it under another would mix two configurations' answers
             shown = "; ".join(changed[:3]) + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "")
