@@ -69,3 +69,33 @@ def people_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     (folder / "corpus.json").write_text(json.dumps(docs), encoding="utf-8")
     build_index([folder / "corpus.json"], folder / "idx", fake_settings())
     return Index.open(folder / "idx", threads=1)
+
+
+def fake_run(index: Index, *policies: str, question: str = "q?", view: object = None, **settings: object):
+    """A RunState over ``index`` with no model behind it (the policies' unit tests drive it by hand), and the
+    named policies started on it."""
+    from arag.agent.policies import POLICIES
+    from arag.agent.state import RunState
+    from arag.settings import AgentSettings
+    from arag.tools import ResultView, Toolkit
+
+    agent_settings = AgentSettings(**settings)  # type: ignore[arg-type]
+    toolkit = Toolkit(index, view=view if isinstance(view, ResultView) else ResultView())
+    toolkit.focus_query = question
+    run = RunState(question, "system", toolkit, agent_settings, lambda call, text: {"role": "user", "content": text})
+    started = [POLICIES[name](agent_settings) for name in policies]
+    for policy in started:
+        policy.start(run)
+    return run, started
+
+
+def guarded_call(run, policies, name: str, arguments: dict[str, object]):
+    """One new tool call as the loop makes it, then shown to the model."""
+    from arag.agent.actions import ToolCall
+    from arag.agent.loop import new_call
+
+    call, result = new_call(run, policies, ToolCall(name, arguments))
+    for policy in policies:
+        policy.after_result(run, result)
+    run.observe(call, result)
+    return result

@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arag.agent import CAP_MARGIN, READ_INSTEAD, SHORT_ANSWER_CHARS, Agent, _whole_sentences, action_schema
+from arag.agent import Agent
+from arag.agent.actions import ActionSpec, action_schema
+from arag.agent.policies.short_answer import CAP_MARGIN, whole_sentences
+from arag.agent.prompts import READ_INSTEAD
 from arag.errors import ConfigError
 from arag.index import Index
 from arag.llm import ChatModel
@@ -21,6 +24,7 @@ from conftest import FIXTURES
 from scripted_server import ScriptedServer, completion, tool_call
 
 TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
+SHORT_ANSWER_CHARS = AgentSettings().policy.short_answer.max_chars
 
 
 @pytest.fixture
@@ -303,14 +307,19 @@ def local_json_agent(index: Index, server: ScriptedServer, max_steps: int, **set
     """The agent as the embedded model gets it: compact profile, constrained JSON actions."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
     # the levers these tests are about; title reads (a hit titled as a keyword shown read) have their own tests
-    settings = {"flat_actions": True, "search_hits": 3, "title_reads": False, **settings}
-    return Agent(index, model, AgentSettings(max_steps=max_steps, **settings), json_actions=True)  # type: ignore[arg-type]
+    view = {"search_hits": 3, "title_reads": False, **settings.pop("view", {})}  # type: ignore[dict-item]
+    # the loop's opening search has its own tests: these script the model's searches from the first action
+    policies = ["-opening_search", *settings.pop("policies", [])]  # type: ignore[misc]
+    settings = {"action_mode": "flat-json", "policies": policies, **settings}
+    return Agent(index, model, AgentSettings(max_steps=max_steps, view=view, **settings), json_actions=True)  # type: ignore[arg-type]
 
 
 def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="small", max_retries=0))
-    settings = {"title_reads": False, **settings}  # searches show snippets here; title reads have their own tests
-    return Agent(index, model, AgentSettings(profile="compact", **settings))  # type: ignore[arg-type]
+    view = {"title_reads": False, **settings.pop("view", {})}  # type: ignore[dict-item]
+    policies = ["-opening_search", *settings.pop("policies", [])]  # type: ignore[misc]
+    settings = {"profile": "compact", "view": view, "policies": policies, **settings}
+    return Agent(index, model, AgentSettings(**settings))  # type: ignore[arg-type]
 
 
 def test_compact_reads_hits_by_number_and_hints_how(hippo_index: Index, server: ScriptedServer) -> None:
@@ -334,7 +343,8 @@ def test_compact_inline_read_saves_the_read_step(hippo_index: Index, server: Scr
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})]),
         completion("20 March 851 [chunk Ermengarde of Tours#0]"),
     ]
-    result = compact_agent(hippo_index, server, inline_read_tokens=400).run("When did Ermengarde of Tours die?")
+    inline = compact_agent(hippo_index, server, view={"inline_read_tokens": 400})
+    result = inline.run("When did Ermengarde of Tours die?")
     first_hit = hit_ids(result.trajectory[0].observation)[0]
     assert "full text:" in result.trajectory[0].observation and result.read_chunks == [first_hit]
     assert result.stop_reason == "answered" and len(result.trajectory) == 1  # answered with no harness read
@@ -347,7 +357,7 @@ def test_compact_title_read_saves_the_read_step_and_leaves_nothing_of_the_search
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde of Tours", "Lothair II"]})]),
         completion("20 March 851 [chunk Ermengarde of Tours#0]"),
     ]
-    result = compact_agent(hippo_index, server, title_reads=True).run("When did Lothair II's mother die?")
+    result = compact_agent(hippo_index, server, view={"title_reads": True}).run("When did Lothair II's mother die?")
     observation = result.trajectory[0].observation
     assert "chunk Ermengarde of Tours#0, full text:" in observation and "chunk Lothair II#0, full text:" in observation
     assert result.read_chunks == ["Ermengarde of Tours#0", "Lothair II#0"] and len(result.trajectory) == 1
@@ -359,7 +369,7 @@ def test_compact_title_read_saves_the_read_step_and_leaves_nothing_of_the_search
         action("keyword_search", keywords=["Ermengarde of Tours", "Lothair II"]),
         completion(json.dumps({"found": "x", "answer": "851"})),
     ]
-    local = local_json_agent(hippo_index, server, max_steps=3, title_reads=True).run(
+    local = local_json_agent(hippo_index, server, max_steps=3, view={"title_reads": True}).run(
         "When did Lothair II's mother die?"
     )
     assert local.read_chunks == ["Ermengarde of Tours#0", "Lothair II#0"] and local.stop_reason == "answered"
@@ -373,14 +383,15 @@ def test_an_answer_cut_off_by_the_token_limit_is_extracted_not_dumped(
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})]),
         completion('{"thought": "found it", "action": "final_answer", "answer": "She died on \\"20 March 851\\" at T'),
     ]
-    result = compact_agent(hippo_index, server, inline_read_tokens=400).run("When did Ermengarde of Tours die?")
+    inline = compact_agent(hippo_index, server, view={"inline_read_tokens": 400})
+    result = inline.run("When did Ermengarde of Tours die?")
     assert result.stop_reason == "answered" and result.answer.startswith('She died on "20 March 851" at T')
     assert "final_answer" not in result.answer
     # a flat answer that began to repeat itself until the limit
-    looping = '{"found": "x", "answer": "Naples [chunk A#0]. He was born in Rome. He was born in Rome. He was'
+    looping = '{"found": "x", "answer": "Naples [chunk Ermengarde of Tours#0]. He was born in Rome. He was born in'
     server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(looping)]
     flat = local_json_agent(hippo_index, server, max_steps=1).run("Where was he born?")
-    assert flat.answer.startswith("Naples [chunk A#0]. He was born") and '"found"' not in flat.answer
+    assert flat.answer.startswith("Naples [chunk Ermengarde of Tours#0]. He was born") and '"found"' not in flat.answer
 
 
 def test_an_answer_at_the_length_cap_keeps_whole_sentences(hippo_index: Index, server: ScriptedServer) -> None:
@@ -390,18 +401,18 @@ def test_an_answer_at_the_length_cap_keeps_whole_sentences(hippo_index: Index, s
     capped = (first + rest + rest)[:SHORT_ANSWER_CHARS]
     answer = {"found": "She died on 20 March 851.", "action": "final_answer", "answer": capped}
     server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
-    result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
+    result = local_json_agent(hippo_index, server, max_steps=1, action_mode="json").run("When did Ermengarde die?")
     assert result.answer == first
     # the README's answer: cut at the cap, then stripped to 199 characters
     answer["answer"] = capped[: SHORT_ANSWER_CHARS - 1].rstrip() + " "
     server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
-    result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
+    result = local_json_agent(hippo_index, server, max_steps=1, action_mode="json").run("When did Ermengarde die?")
     assert result.answer == first
     # one long sentence: its whole words, marked as cut
     words = "She died on 20 March 851 in the abbey where she had lived since the death of her husband " * 3
     answer["answer"] = words[:SHORT_ANSWER_CHARS]
     server.replies = [action("keyword_search", keywords=["Ermengarde"]), completion(json.dumps(answer))]
-    result = local_json_agent(hippo_index, server, max_steps=1, flat_actions=False).run("When did Ermengarde die?")
+    result = local_json_agent(hippo_index, server, max_steps=1, action_mode="json").run("When did Ermengarde die?")
     body = result.answer.removesuffix(" …")
     assert result.answer.endswith(" …") and words.startswith(body) and len(body) < SHORT_ANSWER_CHARS
     assert words[len(body)] == " " and not body.endswith(" ")  # the cut word is dropped, not shown in part
@@ -409,7 +420,7 @@ def test_an_answer_at_the_length_cap_keeps_whole_sentences(hippo_index: Index, s
 
 @given(st.text(max_size=2 * SHORT_ANSWER_CHARS))
 def test_whole_sentences_only_trims_a_capped_answer(answer: str) -> None:
-    kept = _whole_sentences(answer)
+    kept = whole_sentences(answer, SHORT_ANSWER_CHARS)
     if len(answer) < SHORT_ANSWER_CHARS - CAP_MARGIN:
         assert kept == answer
     else:
@@ -426,7 +437,7 @@ def test_compact_answer_before_any_read_gets_the_top_hits_read(hippo_index: Inde
     ]
     result = compact_agent(hippo_index, server).run("When did Lothair II's mother die?")
     harness = result.trajectory[1]
-    assert harness.tool == "chunk_read" and harness.thought == "(harness)" and len(harness.arguments["chunk_ids"]) == 2
+    assert harness.tool == "chunk_read" and harness.origin == "harness" and len(harness.arguments["chunk_ids"]) == 2
     assert result.stop_reason == "answered" and result.answer.startswith("20 March 851")
     nudge = server.requests[2]["messages"][-1]["content"]
     assert nudge.startswith("You answered without reading any chunk in full")
@@ -452,7 +463,7 @@ def test_compact_each_search_gets_its_top_hits_read_and_holds_cost_no_tool_step(
     ]
     result = compact_agent(hippo_index, server, max_steps=3).run("When was the album of O Valencia! released?")
     assert [s.tool for s in result.trajectory] == ["keyword_search", "chunk_read", "keyword_search", "chunk_read"]
-    assert [s.thought for s in result.trajectory][1::2] == ["(harness)", "(harness)"]
+    assert [s.origin for s in result.trajectory][1::2] == ["harness", "harness"]
     # four model turns within max_steps 3: the held answers did not use up the tool steps
     assert result.stop_reason == "answered" and result.answer.startswith("2006")
     assert result.read_chunks == sorted(
@@ -494,7 +505,9 @@ def test_compact_repeated_search_reads_the_hits_it_may_still_read_at_once(
     for limit, calls, repeat_reads in cases:
         server.replies = [completion(tool_calls=[call]) for call in calls]
         server.default = completion("done")
-        result = compact_agent(hippo_index, server, max_steps=len(calls), reads_per_search=limit).run("q?")
+        capped = {"policy": {"read_allowance": {"reads_per_search": limit}}}
+        allowance = capped if limit else {"policies": ["-read_allowance"]}
+        result = compact_agent(hippo_index, server, max_steps=len(calls), **allowance).run("q?")  # type: ignore[arg-type]
         hits = hit_ids(result.trajectory[0].observation)
         assert len(hits) == 3
         repeats = [step for step in result.trajectory if step.observation.startswith("You already made this exact")]
@@ -507,7 +520,7 @@ def test_compact_repeated_search_reads_the_hits_it_may_still_read_at_once(
             shown = [chunk for chunk in hits if f"[chunk {chunk}]" in step.observation]
             assert shown == [hits[rank - 1] for rank in ranks]
             # what `arag ask` labels as a read made in place of the repeated call (the step records the read)
-            assert step.tool == "chunk_read" and step.observation.startswith(READ_INSTEAD)
+            assert step.tool == "chunk_read" and step.observation.startswith(READ_INSTEAD) and step.origin == "harness"
         assert result.read_chunks == sorted(hits[: 2 if limit else 3])
         assert result.stop_reason == "max_steps"  # showing new text is progress, not a stall
 
@@ -527,8 +540,8 @@ def test_compact_final_answer_prompt_asks_for_a_short_cited_answer(hippo_index: 
 def test_auto_profile_is_compact_only_for_the_embedded_model(hippo_index: Index, server: ScriptedServer) -> None:
     hosted = ChatModel(LLMSettings(base_url=server.base_url, model="gpt-4o-mini"))
     local = ChatModel(LLMSettings(base_url=server.base_url, model="qwen"), local=True)
-    assert not Agent(hippo_index, hosted).compact and Agent(hippo_index, local).compact
-    assert not Agent(hippo_index, local, AgentSettings(profile="paper")).compact
+    assert Agent(hippo_index, hosted).bundle.name == "paper" and Agent(hippo_index, local).bundle.name == "compact"
+    assert Agent(hippo_index, local, AgentSettings(profile="paper")).bundle.name == "paper"
 
 
 def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, server: ScriptedServer) -> None:
@@ -618,12 +631,14 @@ def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_sear
 
 
 def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index: Index, server: ScriptedServer) -> None:
-    agent = local_json_agent(hippo_index, server, max_steps=4, action_notes=True)
+    agent = local_json_agent(hippo_index, server, max_steps=4)
     server.replies = [
         completion(json.dumps({"plan": ["her death"], "found": "nothing yet", "keyword_search": ["Ermengarde"]})),
         completion(json.dumps({"found": "a snippet", "chunk_read": ["hit 1"]})),
         completion(json.dumps({"found": "x", "keyword_search": {"keywords": ["Ermengarde"], "top_k": 3}})),
-        completion(json.dumps({"found": "She died on 20 March 851.", "answer": "20 March 851 [chunk x]"})),
+        completion(
+            json.dumps({"found": "She died on 20 March 851.", "answer": "20 March 851 [chunk Ermengarde of Tours#0]"})
+        ),
     ]
     result = agent.run("When did Ermengarde of Tours die?")
     assert [(s.tool, s.arguments) for s in result.trajectory] == [
@@ -631,7 +646,7 @@ def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index:
         ("chunk_read", {"chunk_ids": ["hit 1"]}),
         ("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}),
     ]
-    assert result.stop_reason == "answered" and result.answer == "20 March 851 [chunk x]"
+    assert result.stop_reason == "answered" and result.answer == "20 March 851 [chunk Ermengarde of Tours#0]"
     assert result.trajectory[1].thought == "a snippet"
     search, read, again = (step.observation for step in result.trajectory)
     assert 'Read the most promising hit in full: {"chunk_read": ["hit 1"]}.' in search
@@ -656,7 +671,8 @@ def test_compact_actions_without_notes_keep_the_note_on_the_answer(
     hippo_index: Index, server: ScriptedServer, flat: bool
 ) -> None:
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    settings = AgentSettings(max_steps=3, action_notes=False, flat_actions=flat)
+    notes = {"found_notes": {"on_calls": False}}
+    settings = AgentSettings(max_steps=3, policy=notes, action_mode="flat-json" if flat else "json")  # type: ignore[arg-type]
     agent = Agent(hippo_index, model, settings, json_actions=True)
     if flat:
         search, read = {"semantic_search": "when Ermengarde died"}, {"chunk_read": ["hit 1"]}
@@ -713,7 +729,7 @@ def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search
 
 
 def test_compact_actions_with_notes_must_state_what_was_found(hippo_index: Index, server: ScriptedServer) -> None:
-    agent = local_json_agent(hippo_index, server, max_steps=4, action_notes=True)
+    agent = local_json_agent(hippo_index, server, max_steps=4)
     server.replies = [
         completion(
             json.dumps(
@@ -770,7 +786,7 @@ def test_compact_focused_read_shows_the_lead_and_the_sentences_closest_to_the_qu
         completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}, "c2")]),
         completion("Thionville [chunk Ermengarde of Tours#0]"),
     ]
-    result = compact_agent(hippo_index, server, focused_read_tokens=budget).run(question)
+    result = compact_agent(hippo_index, server, view={"focused_read_tokens": budget}).run(question)
     observation = result.trajectory[1].observation
     assert len(sentences) > len(expected) >= 1  # the budget really cuts this chunk
     assert f"{len(expected)} of {len(sentences)} sentences" in observation
@@ -783,12 +799,13 @@ def test_focused_read_is_off_in_the_paper_profile_and_for_short_chunks(
     hippo_index: Index, server: ScriptedServer
 ) -> None:
     record = hippo_index.read(["Ermengarde of Tours#0"])[0][0]
-    for agent, budget in ((make_agent(hippo_index, server, focused_read_tokens=20), 20), (None, 10_000)):
+    # the paper profile reads in full; an agent.view setting would apply to it as to any profile
+    for agent, budget in ((make_agent(hippo_index, server), 20), (None, 10_000)):
         server.replies = [
             completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})]),
             completion("Thionville [chunk Ermengarde of Tours#0]"),
         ]
-        agent = agent or compact_agent(hippo_index, server, focused_read_tokens=budget)
+        agent = agent or compact_agent(hippo_index, server, view={"focused_read_tokens": budget})
         result = agent.run("Where did Ermengarde of Tours marry?")
         assert record.text.strip() in result.trajectory[0].observation and "[…]" not in result.trajectory[0].observation
 
@@ -807,7 +824,8 @@ def test_a_focused_read_falls_back_to_the_full_text_when_embedding_fails(
         completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})]),
         completion("Thionville [chunk Ermengarde of Tours#0]"),
     ]
-    result = compact_agent(hippo_index, server, focused_read_tokens=20).run("Where did Ermengarde of Tours marry?")
+    focused = compact_agent(hippo_index, server, view={"focused_read_tokens": 20})
+    result = focused.run("Where did Ermengarde of Tours marry?")
     assert record.text.strip() in result.trajectory[0].observation and result.stop_reason == "answered"
 
 
@@ -840,9 +858,11 @@ def test_compact_answer_to_an_either_or_question_is_one_of_the_options(
             )
         ),
         completion(json.dumps({"found": "f", "action": "final_answer", "answer": "Hucbert"})),
+        # the answer from snippets was held: the hits were read for the model, and it answers again
+        completion(json.dumps({"found": "f", "action": "final_answer", "answer": "Hucbert"})),
     ]
     result = Agent(hippo_index, model, AgentSettings(max_steps=3), json_actions=True).run(question)
-    assert result.answer == "Hucbert"
+    assert result.answer == "Hucbert" and result.stop_reason == "answered"
 
     def answer_schemas(request: dict[str, object]) -> list[object]:
         variants = request["response_format"]["json_schema"]["schema"]["anyOf"]  # type: ignore[index]
@@ -857,7 +877,8 @@ def test_compact_answer_to_an_either_or_question_is_one_of_the_options(
         ),
         completion(json.dumps({"found": "f", "action": "final_answer", "answer": "Hucbert"})),
     ]
-    Agent(hippo_index, model, AgentSettings(max_steps=3, choice_answers=False), json_actions=True).run(question)
+    no_choice = AgentSettings(max_steps=3, policies=["-choice_answers"])
+    Agent(hippo_index, model, no_choice, json_actions=True).run(question)
     assert answer_schemas(server.requests[-1]) == [{"type": "string", "maxLength": 200}]  # a short free answer
 
 
@@ -942,8 +963,9 @@ def test_yes_no_questions(question: str, expected: bool) -> None:
 def test_yes_no_answer_pattern(answer: str, allowed: bool) -> None:
     import re
 
-    from arag.agent import SHORT_ANSWER_CHARS, SHORT_YES_NO_PATTERN, YES_NO_PATTERN
+    from arag.agent.actions import YES_NO_PATTERN, yes_no_pattern
 
+    SHORT_YES_NO_PATTERN = yes_no_pattern(SHORT_ANSWER_CHARS)
     assert bool(re.fullmatch(YES_NO_PATTERN, answer)) is allowed
     assert bool(re.fullmatch(SHORT_YES_NO_PATTERN, answer)) is allowed
     long = f"{answer} {'x' * (SHORT_ANSWER_CHARS + 5)}"
@@ -951,8 +973,9 @@ def test_yes_no_answer_pattern(answer: str, allowed: bool) -> None:
 
 
 def test_compact_answer_to_a_yes_no_question_starts_with_yes_or_no(hippo_index: Index, server: ScriptedServer) -> None:
-    from arag.agent import SHORT_ANSWER_CHARS
-    from arag.agent import SHORT_YES_NO_PATTERN as YES_NO_PATTERN  # the compact profile's answers are short
+    from arag.agent.actions import yes_no_pattern
+
+    YES_NO_PATTERN = yes_no_pattern(SHORT_ANSWER_CHARS)  # the compact profile's answers are short
 
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
     search = {"plan": ["p"], "found": "f", "action": "keyword_search", "arguments": {"keywords": ["Hucbert"]}}
@@ -966,11 +989,12 @@ def test_compact_answer_to_a_yes_no_question_starts_with_yes_or_no(hippo_index: 
         (True, {"type": "string", "pattern": YES_NO_PATTERN}),
         (False, {"type": "string", "maxLength": SHORT_ANSWER_CHARS}),
     ):
-        server.replies = [completion(json.dumps(search)), completion(json.dumps(answer))]
-        settings = AgentSettings(max_steps=3, choice_answers=choice_answers)
+        # the answer from snippets is held once (its hits read for the model); the model answers again
+        server.replies = [completion(json.dumps(search)), *[completion(json.dumps(answer))] * 2]
+        settings = AgentSettings(max_steps=3, policies=[] if choice_answers else ["-choice_answers"])
         result = Agent(hippo_index, model, settings, json_actions=True).run("Did Hucbert outlive Lothair II?")
         assert answer_schemas(server.requests[-1]) == [expected]
-        assert result.answer == answer["answer"]
+        assert result.answer == answer["answer"] and result.stop_reason == "answered"
     # the final-answer turn at the step limit is constrained too
     server.replies = [completion(json.dumps(search))]
     server.default = completion(json.dumps(answer))
@@ -1019,9 +1043,11 @@ def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: In
             action("keyword_search", keywords=["Lothair"], top_k=3),  # a repeat: no third hit is read for it
         ]
         server.default = completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"}))
-        agent = Agent(
-            hippo_index, model, AgentSettings(max_steps=6, reads_per_search=limit, flat_actions=True), json_actions=True
-        )
+        capped = {"policy": {"read_allowance": {"reads_per_search": limit}}}
+        allowance = capped if limit else {"policies": ["-read_allowance"]}
+        switched = {"policies": ["-opening_search", *allowance.pop("policies", [])]}  # the model searches first here
+        settings = AgentSettings(max_steps=6, action_mode="flat-json", **allowance, **switched)  # type: ignore[arg-type]
+        agent = Agent(hippo_index, model, settings, json_actions=True)
         start = len(server.requests)
         result = agent.run("Who was Lothair's wife?")
         first, second, third = hit_ids(result.trajectory[0].observation)
@@ -1046,9 +1072,8 @@ def test_hits_read_before_a_search_do_not_use_up_its_reads(hippo_index: Index, s
         action("chunk_read", chunk_ids=["hit 3"]),
     ]
     server.default = completion(json.dumps({"found": "x", "action": "final_answer", "answer": "Waldrada"}))
-    result = Agent(hippo_index, model, AgentSettings(max_steps=6, flat_actions=True), json_actions=True).run(
-        "Who was Lothair's wife?"
-    )
+    settings = AgentSettings(max_steps=6, action_mode="flat-json", policies=["-opening_search"])
+    result = Agent(hippo_index, model, settings, json_actions=True).run("Who was Lothair's wife?")
     first, second, third = hit_ids(result.trajectory[3].observation)
     assert {first, second} == set(hit_ids(result.trajectory[0].observation))
     assert result.trajectory[4].arguments == {"chunk_ids": ["hit 3"]} and third in result.read_chunks
@@ -1098,7 +1123,8 @@ def test_compact_first_fruitless_repeated_search_must_switch_search_tool(
     assert result.stop_reason == "stalled" and result.steps == 6 and len(server.requests) == 7
     assert server.requests[6]["messages"][-1]["content"].startswith("Stop searching now.")
     # with JSON actions the grammar leaves the repeated tool out
-    schema = action_schema(Toolkit(hippo_index), blocked="keyword_search")["json_schema"]["schema"]["anyOf"]
+    spec = ActionSpec(["semantic_search", "chunk_read"])  # as the switch_search policy leaves it
+    schema = action_schema(Toolkit(hippo_index), spec)["json_schema"]["schema"]["anyOf"]
     assert [v["properties"]["action"]["enum"][0] for v in schema] == ["semantic_search", "chunk_read", "final_answer"]
     # the paper's loop never switches: it refuses the repeat
     server.replies = [completion(tool_calls=[search]), completion(tool_calls=[search])]
@@ -1142,4 +1168,34 @@ def test_constrained_reply_rejected_by_the_server_is_asked_once_without_grammar(
 def test_flat_actions_refuse_a_tool_named_like_an_action_key(hippo_index: Index, server: ScriptedServer) -> None:
     with pytest.raises(ConfigError, match="cannot name a tool"):
         local_json_agent(hippo_index, server, max_steps=2, tool_names={"chunk_read": "answer"})
-    assert not make_agent(hippo_index, server, tool_names={"chunk_read": "answer"}).flat  # native calls: no clash
+    native = make_agent(hippo_index, server, tool_names={"chunk_read": "answer"})
+    assert native.actions.label == "native"  # native calls: no clash
+
+
+def test_compact_profile_end_to_end_from_the_loops_opening_search(hippo_index: Index, server: ScriptedServer) -> None:
+    """The whole compact bundle as the embedded model gets it, on a question that names no document."""
+    question = "When did the wife of the king of Lotharingia die?"
+    assert hippo_index.titles_named_in(question) == []
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=5))
+    assert agent.bundle.name == "compact" and agent.actions.label == "json"
+    answer = {"found": "x", "action": "final_answer"}
+    server.replies = [
+        completion(json.dumps({**answer, "answer": "nothing yet"})),  # from the snippets
+        completion(json.dumps({**answer, "answer": "851 [chunk Ermengarde of Tours#0#0]"})),  # a garbled citation
+    ]
+    result = agent.run(question)
+    opening, read = result.trajectory
+    assert (opening.tool, opening.origin, opening.why) == ("semantic_search", "harness", "before its first action")
+    assert opening.arguments["query"] == question
+    assert read.tool == "chunk_read" and read.origin == "harness" and read.why == "before its answer from snippets"
+    assert "Closest to the question:" in read.observation
+    assert result.stop_reason == "answered" and result.answer_from == "model"
+    # "nothing yet" was held by read_before_answer first (the top hits read), and the citation was mended
+    assert "Ermengarde of Tours#0" in result.seen_chunks and result.answer == "851 [chunk Ermengarde of Tours#0]"
+    assert all(c["verified"] for c in result.citations)
+    acted = result.policies_acted
+    assert acted["opening_search"] == 1 and acted["read_before_answer"] == 1 and acted["closest_sentence"] >= 1
+    assert "search_first" not in acted  # the loop had searched: the model could answer at once
+    first = server.requests[0]
+    assert first["messages"][-1]["content"].startswith(f'semantic_search "{question}"')

@@ -160,14 +160,17 @@ def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: P
 
 
 def test_a_read_in_place_of_a_repeated_call_is_labelled(capsys: pytest.CaptureFixture[str]) -> None:
-    from arag.agent import READ_INSTEAD, REPEATED, Step
+    from arag.agent import Step
+    from arag.agent.prompts import READ_INSTEAD, REPEATED
     from arag.cli import _show_step
 
     observation = f"{READ_INSTEAD}here is the best hit you have not read yet:\nx"
-    read = Step("chunk_read", {"chunk_ids": ["a#0"]}, observation, 5, 0.0)
+    read = Step(
+        "chunk_read", {"chunk_ids": ["a#0"]}, observation, 5, 0.0, origin="harness", why="in place of its repeated call"
+    )
     _show_step(read)
     shown = capsys.readouterr().err.splitlines()
-    assert shown[0] == '→ chunk_read {"chunk_ids": ["a#0"]} (read for the model in place of its repeated call)'
+    assert shown[0] == '→ chunk_read {"chunk_ids": ["a#0"]} (made for the model in place of its repeated call)'
     refused = Step("keyword_search", {"keywords": ["a"]}, f"{REPEATED} Use it, try something different.", 0, 0.0)
     _show_step(refused)
     assert capsys.readouterr().err.splitlines()[0] == '→ keyword_search {"keywords": ["a"]}'  # the model's own call

@@ -234,7 +234,7 @@ def test_resuming_under_other_settings_is_refused_naming_what_differs(tmp_path: 
     first = run_eval("arag-full", out, "--limit", "1", "--max-steps", "3", server=server, cache=tmp_path / "cache")
     assert first.returncode == 0, first.stderr
     config = json.loads((out / "config.json").read_text())
-    del config["settings"]["agent"]["title_reads"]  # a run made before a setting existed
+    del config["settings"]["agent"]["stall_limit"]  # a run made before a setting existed
     (out / "config.json").write_text(json.dumps(config))
     asked = len(server.requests)
     other = run_eval("arag-full", out, "--limit", "1", "--max-steps", "4", server=server, cache=tmp_path / "cache")
@@ -242,7 +242,7 @@ def test_resuming_under_other_settings_is_refused_naming_what_differs(tmp_path: 
     assert "Traceback" not in other.stderr
     message = other.stderr.strip().splitlines()[-1]  # one line (the progress bar may come before it)
     assert message.startswith("error: ")
-    assert "settings.agent.max_steps: 3 → 4" in message and "settings.agent.title_reads: absent → false" in message
+    assert "settings.agent.max_steps: 3 → 4" in message and "settings.agent.stall_limit: absent → 2" in message
     assert message.endswith("use another --out") and len(server.requests) == asked  # refused before any question
     assert len((out / "results.jsonl").read_text().splitlines()) == 1  # the run's answers are left as they were
 
@@ -301,7 +301,7 @@ def test_report_and_sweep(tmp_path: Path, server: ScriptedServer) -> None:
     assert "| A-RAG (Full) (max_steps 1) | – | 33.3 [6.1, 79.2] (n=3) |" in text
     assert "| Direct answer | – | 33.3 [6.1, 79.2] (n=3) |" in text
     assert "## Efficiency" in text
-    assert "| Direct answer − A-RAG (Full) (max_steps 1) | hippo-mini | +0.0 [+0.0, +0.0] | 3 |" in text
+    assert "| Direct answer − A-RAG (Full) (max_steps 1) | hippo-mini | Contain-Acc | +0.0 [+0.0, +0.0] | 3 |" in text
     assert "## Failure analysis" in text
     for name in ("accuracy_vs_steps.png", "accuracy_vs_tokens.png"):
         data = (tmp_path / "report" / name).read_bytes()
@@ -447,6 +447,7 @@ def test_authors_protocol_prompts_and_tool_names_are_used_and_recorded(tmp_path:
         "judge_prompt_file": str(judge_prompt),
         "tool_names": ["keyword_search", "semantic_search", "read_chunk"],
         "actions": "native",  # a hosted model: the paper's native tool calls
+        "policies": ["search_first"],  # the paper profile's one policy (JSON actions only)
     }
     bad = tmp_path / "bad.txt"
     bad.write_text("Is this right? {question}")
@@ -517,3 +518,89 @@ def test_cached_evaluation_index_survives_a_new_mtime_but_not_new_content(
     changed = index_for(load_dataset(tmp_path / "arag-mini"), settings)
     assert changed.store.index_dir != built
     assert changed.keyword_search(["lothar ii"], 1) and not changed.keyword_search(["lothair"], 1)
+
+
+MEDICAL = DATASETS / "medical-mini"  # GraphRAG-Bench's layout: one long document, answers that are sentences
+
+
+def test_key_terms_score_whole_words_prefixes_and_a_minimum_of_groups() -> None:
+    from arag.eval.metrics import KeyTerms
+
+    terms = KeyTerms(
+        {
+            "a": {"groups": [["bcr abl*"]]},
+            "b": {"groups": [["tobacco", "smok*"], ["alcohol"]]},
+            "c": {"groups": [["dental"], ["nutrition"], ["speech", "swallow*"]], "min": 2},
+            "d": {"groups": [["all"]]},
+            "e": None,
+        }
+    )
+    assert terms.score("a", "It stops BCR::ABL1 [chunk Medical#19].") == 1.0
+    assert terms.score("a", "It stops BCRABL1") == 0.0
+    assert terms.score("b", "Smoking and alcohol.") == 1.0 and terms.score("b", "Smoking only") == 0.0
+    assert terms.score("c", "a dental exam and a swallowing test") == 1.0 and terms.score("c", "dental") == 0.0
+    assert terms.score("d", "ALL, a leukemia") == 1.0 and terms.score("d", "an allergy") == 0.0  # whole words
+    assert terms.score("e", "anything") is None and terms.score("not listed", "x") is None
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [{"groups": []}, {"groups": [[]]}, {"groups": [["the"]]}, {"groups": [["x"]], "min": 2}, {"terms": ["x"]}],
+)
+def test_key_terms_refuse_a_rule_that_cannot_score(rule: dict[str, object]) -> None:
+    from arag.errors import ConfigError
+    from arag.eval.metrics import KeyTerms
+
+    with pytest.raises(ConfigError, match="question q"):
+        KeyTerms({"q": rule})
+
+
+@given(st.text(max_size=60), st.text(alphabet="abcdefgh .", min_size=1, max_size=12).filter(normalize_answer))
+def test_a_key_term_matches_exactly_when_its_words_are_in_the_answer(answer: str, term: str) -> None:
+    from arag.eval.metrics import KeyTerms
+
+    score = KeyTerms({"q": {"groups": [[term]]}}).score("q", answer)
+    assert score == float(f" {normalize_answer(term)} " in f" {normalize_answer(answer)} ")
+
+
+def test_eval_run_on_a_question_type_scored_by_key_terms(tmp_path: Path, server: ScriptedServer) -> None:
+    server.default = completion("Tobacco and alcohol use; it aims to stop BCR::ABL1.")
+    out = tmp_path / "run"
+    options = ["--question-type", "Fact Retrieval", "--key-terms", str(MEDICAL / "key_terms.json")]
+    run = run_cli(
+        "eval", "run", "--dataset", str(MEDICAL), "--method", "direct", "--out", str(out), *options,
+        server=server, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    records = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert sorted(records) == ["Medical-m1", "Medical-m2", "Medical-m3"]  # no Complex Reasoning question
+    assert [records[q]["key_terms_acc"] for q in sorted(records)] == [0.0, 1.0, 1.0]
+    assert all(r["contain_acc"] == 0.0 for r in records.values())  # the sentence-long golds: Contain-Acc is strict
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["key_terms_acc"] == pytest.approx(2 / 3) and summary["key_terms_acc_ci95"]["n"] == 3
+    # a second run on some of the ids, then the report: a Key-Terms-Acc column, paired in Key-Terms-Acc
+    ids = tmp_path / "ids.txt"
+    ids.write_text("Medical-m2\nMedical-m1\n")
+    server.default = completion("It stops BCR::ABL1 and is found on the face.")
+    subset = tmp_path / "subset"
+    run = run_cli(
+        "eval", "run", "--dataset", str(MEDICAL), "--method", "naive-rag", "--out", str(subset), *options,
+        "--ids-file", str(ids), server=server, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(line)["id"] for line in (subset / "results.jsonl").read_text().splitlines()] == [
+        "Medical-m1",
+        "Medical-m2",
+    ]
+    report = run_cli("eval", "report", str(out), str(subset), "--out", str(tmp_path / "report"), server=server,
+                     cache=tmp_path / "cache")  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| Method | medical LLM-Acc | medical Contain-Acc | medical Key-Terms-Acc |" in text
+    assert "| Naive RAG − Direct answer | medical | Key-Terms-Acc | +50.0 [+0.0, +100.0] | 2 |" in text
+    bad = run_cli(
+        "eval", "run", "--dataset", str(MEDICAL), "--method", "direct", "--out", str(tmp_path / "bad"),
+        "--question-type", "Trivia", server=server, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert bad.returncode == 1 and bad.stderr.startswith("error: no question has type 'Trivia'")
+    assert "Complex Reasoning, Fact Retrieval" in bad.stderr and "Traceback" not in bad.stderr

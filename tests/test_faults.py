@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arag.agent import STOP_REASONS, Agent, _json_object
+from arag.agent import STOP_REASONS, Agent
+from arag.agent.actions import json_object
 from arag.errors import InputError, LLMError
 from arag.index import Index
 from arag.llm import ChatModel, parse_completion
@@ -250,7 +251,7 @@ def test_pathological_content_is_parsed_in_linear_time() -> None:
         "<tool_call>{" * 30_000 + "}",
         "[chunk " * 50_000,
     ):
-        assert _json_object(text) is None
+        assert json_object(text) is None
 
 
 def test_empty_question_is_rejected_before_any_model_call(hippo_index: Index, server: ScriptedServer) -> None:

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from arag.agent import load_system_prompt
+from arag.agent.prompts import system_prompt
 from arag.errors import ConfigError
-from arag.settings import AgentSettings, load_settings
+from arag.settings import load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +78,7 @@ def test_unknown_and_invalid_keys_are_errors(tmp_path: Path) -> None:
 
 
 def test_system_prompt_is_a_data_file_and_overridable(tmp_path: Path) -> None:
-    assert "[chunk ID]" in load_system_prompt(AgentSettings())
+    assert "[chunk ID]" in system_prompt("system.md")
     custom = tmp_path / "prompt.md"
     custom.write_text("You are a terse research assistant.")
-    assert load_system_prompt(AgentSettings(system_prompt_file=custom)) == "You are a terse research assistant."
+    assert system_prompt("system.md", custom) == "You are a terse research assistant."

@@ -78,6 +78,14 @@ ActionModeOpt = Annotated[
 ]
 CorpusOpt = Annotated[str, typer.Option(help="auto, chunks (A-RAG chunks.json) or corpus (passages).")]
 ProfileOpt = Annotated[str | None, typer.Option(help=describe(AgentSettings, "profile", "ARAG_AGENT__PROFILE"))]
+PolicyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--policy",
+        help="Switch one of the profile's policies for this run: --policy -NAME leaves it out, --policy +NAME adds "
+        "it (repeatable; arag/agent/policies). [default: the profile's; env ARAG_AGENT__POLICIES]",
+    ),
+]
 ThreadsOpt = Annotated[
     int | None, typer.Option(min=1, max=256, help=describe(IndexSettings, "threads", "ARAG_INDEX__THREADS"))
 ]
@@ -372,6 +380,7 @@ def ask(
     local_model: LocalModelOpt = None,
     action_mode: ActionModeOpt = None,
     profile: ProfileOpt = None,
+    policy: PolicyOpt = None,
     parallel_tool_calls: Annotated[
         bool | None,
         typer.Option(
@@ -407,6 +416,7 @@ def ask(
                 "max_steps": max_steps,
                 "action_mode": action_mode,
                 "profile": profile,
+                "policies": policy,
                 "parallel_tool_calls": parallel_tool_calls,
                 "time_budget_s": time_budget,
                 "trajectory_file": str(trajectory_file) if trajectory_file else None,
@@ -477,16 +487,30 @@ class _Status:
 
 
 def _show_step(step) -> None:
-    from arag.agent import READ_INSTEAD
-
     first = " ".join(step.observation.split())[:160]
-    # the step records the read that ran; without a label it looked like a read the model had repeated
-    instead = " (read for the model in place of its repeated call)" if step.observation.startswith(READ_INSTEAD) else ""
+    # a call the loop made for the model: without a label a read in place of a repeated call looked like a repeat
+    made = f" (made for the model {step.why})" if step.origin == "harness" else ""
     err.print(
-        f"[cyan]→ {escape(step.tool)}[/cyan] {escape(json.dumps(step.arguments, ensure_ascii=False))}{instead}",
+        f"[cyan]→ {escape(step.tool)}[/cyan] {escape(json.dumps(step.arguments, ensure_ascii=False))}{made}",
         highlight=False,
     )
     err.print(f"  {first}", markup=False, highlight=False)
+
+
+@app.command()
+def policies(as_json: JsonOpt = False) -> None:
+    """The agent's policies: what each does, and which profiles run it (switch one with --policy -NAME/+NAME)."""
+    from dataclasses import asdict
+
+    from arag.agent.profiles import describe_policies
+
+    rows = describe_policies()
+    if as_json:
+        _print_json([asdict(row) for row in rows])
+        return
+    for row in rows:
+        profiles = ", ".join(row.profiles) or "none (add with --policy +NAME)"
+        out.print(f"[bold]{row.name}[/bold] ({profiles}): {escape(row.summary)}", highlight=False)
 
 
 @app.command()
@@ -575,6 +599,7 @@ def _eval_setup(
     judge_prompt_file: Path | None = None,
     system_prompt_file: Path | None = None,
     profile: str | None = None,
+    policies: list[str] | None = None,
 ):
     return _settings(
         config,
@@ -584,6 +609,7 @@ def _eval_setup(
                 "max_steps": max_steps,
                 "action_mode": action_mode,
                 "profile": profile,
+                "policies": policies,
                 "system_prompt_file": str(system_prompt_file) if system_prompt_file else None,
             },
             "eval": {"judge_prompt_file": str(judge_prompt_file) if judge_prompt_file else None},
@@ -598,6 +624,9 @@ class _DatasetChoice:
     subset: str | None = None
     corpus_file: Path | None = None
     questions_file: Path | None = None
+    question_type: str | None = None  # only the questions of this type are sampled from
+    key_terms: Path | None = None  # the key terms that score this dataset's answers (benchmarks/key_terms)
+    ids_file: Path | None = None  # of the questions selected, only these ids
 
     def load(self):
         from arag.eval.datasets import load_dataset
@@ -628,11 +657,16 @@ def _run_one(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from arag.eval.methods import make_method
-    from arag.eval.runner import index_for, load_judge_prompt, run_eval, select_questions
+    from arag.eval.metrics import KeyTerms
+    from arag.eval.runner import index_for, load_judge_prompt, read_ids_file, run_eval, select_questions
     from arag.runtime import chat_model
 
     dataset = choice.load()
-    questions = select_questions(dataset.questions, limit, seed)[:first]
+    questions = select_questions(dataset.questions, limit, seed, choice.question_type)[:first]
+    if choice.ids_file is not None:
+        wanted = read_ids_file(choice.ids_file)
+        questions = [q for q in questions if q.id in wanted]
+    key_terms = KeyTerms.load(choice.key_terms) if choice.key_terms else None
     judge_prompt = load_judge_prompt(settings.eval.judge_prompt_file)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
@@ -659,6 +693,7 @@ def _run_one(
         "judge_prompt_file": str(settings.eval.judge_prompt_file) if settings.eval.judge_prompt_file else None,
         "tool_names": list(method_impl.tool_names),
         "actions": method_impl.actions,
+        "policies": list(method_impl.policies),
     }
     config = {
         "dataset": dataset.name,
@@ -682,6 +717,9 @@ def _run_one(
         "limit": limit,
         "seed": seed,
         "first": first,
+        "question_type": choice.question_type,
+        "ids_file": str(choice.ids_file) if choice.ids_file else None,
+        "key_terms": str(choice.key_terms) if choice.key_terms else None,
         "question_ids": [q.id for q in questions],
     }
     correct = [0.0, 0]
@@ -704,7 +742,17 @@ def _run_one(
             )
 
         return run_eval(
-            dataset, method_impl, index, out_dir, config, questions, workers, judge_model, on_result, judge_prompt
+            dataset,
+            method_impl,
+            index,
+            out_dir,
+            config,
+            questions,
+            workers,
+            judge_model,
+            on_result,
+            judge_prompt,
+            key_terms,
         )
 
 
@@ -734,6 +782,29 @@ JudgePromptOpt = Annotated[
         "env ARAG_EVAL__JUDGE_PROMPT_FILE]",
     ),
 ]
+QuestionTypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--question-type",
+        help="Only questions of this type (GraphRAG-Bench: 'Fact Retrieval', 'Complex Reasoning'). [default: all]",
+    ),
+]
+IdsFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ids-file",
+        help="Of the questions selected, answer only those whose id is in this file (one per line, or a JSON list). "
+        "[default: all selected]",
+    ),
+]
+KeyTermsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--key-terms",
+        help="Also score answers by key terms (a file like benchmarks/key_terms/graphrag-bench-medical.json: for "
+        "datasets whose gold answers are sentences). [default: none]",
+    ),
+]
 SystemPromptOpt = Annotated[
     Path | None,
     typer.Option(
@@ -754,6 +825,9 @@ def eval_run(
     subset: SubsetOpt = None,
     corpus_file: CorpusFileOpt = None,
     questions_file: QuestionsFileOpt = None,
+    question_type: QuestionTypeOpt = None,
+    key_terms: KeyTermsOpt = None,
+    ids_file: IdsFileOpt = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[
         int | None, typer.Option(help="Sample --limit questions at random with this seed. [default: the first --limit]")
@@ -785,13 +859,14 @@ def eval_run(
     local_model: LocalModelOpt = None,
     action_mode: ActionModeOpt = None,
     profile: ProfileOpt = None,
+    policy: PolicyOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
     settings = _eval_setup(
-        config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file, profile
+        config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file, profile, policy
     )
-    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file)
+    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file)
     summary = _run_one(
         choice, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, index_dir, first
     )
@@ -806,6 +881,8 @@ def eval_sweep(
     subset: SubsetOpt = None,
     corpus_file: CorpusFileOpt = None,
     questions_file: QuestionsFileOpt = None,
+    question_type: QuestionTypeOpt = None,
+    key_terms: KeyTermsOpt = None,
     max_steps: Annotated[str, typer.Option("--max-steps", help="Comma-separated values.")] = "5,10,15,20",
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[int | None, typer.Option(help="Sample --limit questions with this seed. [default: none]")] = None,
@@ -818,6 +895,7 @@ def eval_sweep(
     base_url: BaseUrlOpt = None,
     local_model: LocalModelOpt = None,
     profile: ProfileOpt = None,
+    policy: PolicyOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20)."""
@@ -827,10 +905,12 @@ def eval_sweep(
         values = [int(v) for v in max_steps.split(",") if v.strip()]
     except ValueError:
         raise ConfigError(f"--max-steps must be comma-separated integers, got {max_steps!r}") from None
-    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file)
+    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms)
     summaries = []
     for steps in values:
-        settings = _eval_setup(config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile)
+        settings = _eval_setup(
+            config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile, policy
+        )
         summaries.append(
             _run_one(
                 choice, method, out / f"steps-{steps}", settings, workers, limit, seed, local_model, judge, 5, None
@@ -843,11 +923,14 @@ def eval_sweep(
 def eval_report(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories.")],
     out: Annotated[Path | None, typer.Option("--out", help="Report folder (default: ./report).")] = None,
+    key_terms: KeyTermsOpt = None,
 ) -> None:
     """Markdown tables (accuracy, efficiency) and PNG plots from finished runs."""
+    from arag.eval.metrics import KeyTerms
     from arag.eval.report import write_report
 
-    written, skipped = write_report(run_dirs, out or Path("report"))
+    terms = KeyTerms.load(key_terms) if key_terms else None
+    written, skipped = write_report(run_dirs, out or Path("report"), terms)
     for path in written:
         _say("wrote", str(path))
     for note in skipped:

@@ -9,6 +9,8 @@ Formulas (paper §3.2):
 
 from __future__ import annotations
 
+import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +55,8 @@ class Index:
         self.store = store
         self._embedder = embedder
         self.threads = threads
+        self._titles: dict[str, list[tuple[str, ...]]] | None = None  # first word → titles as words
+        self._titles_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -97,6 +101,26 @@ class Index:
                 f"({expected}); re-index with the current model or install the original weights"
             )
         return self._embedder
+
+    def titles_named_in(self, text: str) -> list[str]:
+        """The document titles that ``text`` names: whole words, case and punctuation aside, a possessive "'s"
+        dropped; a title is a document id without its trailing "(…)", folder and extension, of 3 or more
+        characters ("Fortunella (film)" is named by "the director of film Fortunella")."""
+        with self._titles_lock:
+            if self._titles is None:
+                self._titles = {}
+                for document in self.store.documents():
+                    words = tuple(_title_words(_title_of(document.doc_id)))
+                    if words and len(" ".join(words)) >= 3:
+                        self._titles.setdefault(words[0], []).append(words)
+        said = _title_words(text)
+        named = {
+            " ".join(title)
+            for i, word in enumerate(said)
+            for title in self._titles.get(word, [])
+            if tuple(said[i : i + len(title)]) == title
+        }
+        return sorted(named)
 
     # ------------------------------------------------------------------ keyword
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> list[SearchHit]:
@@ -173,3 +197,22 @@ class Index:
 
     def close(self) -> None:
         self.store.close()
+
+
+_TITLE_WORD = re.compile(r"\w+", re.UNICODE)
+_POSSESSIVE = re.compile(r"['’]s\b")
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
+_DOCUMENT_EXTENSIONS = {"md", "markdown", "txt", "html", "htm", "pdf", "json", "jsonl", "csv", "rst"}
+
+
+def _title_of(doc_id: str) -> str:
+    """A document's title: its id without folder, file extension or a trailing "(…)"."""
+    name = doc_id.rsplit("/", 1)[-1]
+    stem, dot, extension = name.rpartition(".")
+    if dot and stem and extension.lower() in _DOCUMENT_EXTENSIONS:
+        name = stem
+    return _DISAMBIGUATION.sub("", name)
+
+
+def _title_words(text: str) -> list[str]:
+    return _TITLE_WORD.findall(_POSSESSIVE.sub("", text).lower())

@@ -10,6 +10,9 @@ from arag.settings import LLMSettings, Settings
 
 _servers: dict[str, Any] = {}  # one embedded server per process and model file
 LOCAL_TIMEOUT_S = 300.0
+# an action or a short answer: a cap keeps a rambling small model from spending a minute per step (~0.1 s per
+# generated token on 2 cores)
+LOCAL_MAX_TOKENS = 320
 
 
 def chat_model(
@@ -43,8 +46,7 @@ def chat_model(
             "model": server.model_name,
             "api_key": "local",
             "temperature": 0.0 if llm.temperature is None else llm.temperature,
-            # an action or a short answer; a cap keeps a rambling small model from spending a minute per step
-            "max_tokens": llm.max_tokens or 320,
+            "max_tokens": llm.max_tokens or LOCAL_MAX_TOKENS,
             # two CPU cores shared with other work can take minutes per call; the question's own time budget
             # still bounds the whole question
             "timeout_s": llm.timeout_s if "timeout_s" in llm.model_fields_set else LOCAL_TIMEOUT_S,

@@ -82,7 +82,9 @@ class LLMSettings(BaseModel):
     model: str | None = Field(None, description="Model name as the endpoint knows it.")
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (passed through).")
     reasoning_effort: str | None = Field(None, description="Reasoning effort for reasoning models.")
-    max_tokens: int | None = Field(None, ge=1, description="Max completion tokens per call.")
+    max_tokens: int | None = Field(
+        None, ge=1, description="Max completion tokens per call (the embedded model: 320 unless set)."
+    )
     lookup_tokens: int = Field(
         0,
         ge=0,
@@ -112,8 +114,140 @@ class LLMSettings(BaseModel):
     )
 
 
+class ViewSettings(BaseModel):
+    """How tool results are shown to the model, over the profile's own view (``None``: the profile's value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hints: bool | None = Field(
+        None,
+        description="Small-model presentation: no scores, a search ends with how to read its hits (both of a "
+        "comparison's two hits at once), a hit already read shows no snippets. The paper: off.",
+    )
+    search_hits: int | None = Field(
+        None,
+        ge=1,
+        le=20,
+        description="Chunks a search returns when the model names no top_k (the compact profile: 5; of 181 reads on "
+        "100 2Wiki questions, 176 were of hits 1 and 2). The paper: the tool's default, 5.",
+    )
+    expose_top_k: bool | None = Field(
+        None, description="Whether the search tools' schemas offer top_k (the compact profile: no, ~7 tokens less)."
+    )
+    snippets_per_hit: int | None = Field(None, ge=0, le=100, description="Matching sentences shown per hit.")
+    snippet_chars: int | None = Field(None, ge=20, le=10_000, description="Characters a snippet is cut to.")
+    focused_read_tokens: int | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description="chunk_read shows a chunk longer than this many tokens as its first sentence plus the sentences "
+        "closest to the question, within this many tokens; 0 = full text (the paper; the compact profile: 250).",
+    )
+    inline_read_tokens: int | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description="A search's top hit is shown as chunk_read would show it (and counts as read) when that is at "
+        "most this many tokens; 0 = off (the paper, and the compact profile: snippets only).",
+    )
+    title_reads: bool | None = Field(
+        None,
+        description='A keyword search\'s hit whose document title is one of its keywords (a trailing "(…)" aside) is '
+        "shown as chunk_read would show it and counts as read, at most two per search. Off in both profiles: on "
+        "2Wiki no faster on 2 cores (fewer read calls, more prompt tokens) and 1 point lower on 100 questions.",
+    )
+
+
+class ReadAllowanceSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reads_per_search: int = Field(
+        2, ge=1, le=100, description="Hits of one search the model may read; then it must search again or answer."
+    )
+
+
+class CommonKeywordsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    share: float = Field(
+        0.05,
+        gt=0.0,
+        le=1.0,
+        description="A keyword found in more than this share of the chunks (and in over 50) is left out of a keyword "
+        "search that has a rarer one.",
+    )
+
+
+class FoundNotesSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    on_calls: bool = Field(
+        True,
+        description="Every action carries the note (False: only the answer). Each note costs a small model ~15 "
+        "generated tokens, but without them it rarely stopped before the step limit (12 of 14 questions forced "
+        "against 7 with notes).",
+    )
+
+
+class ShortAnswerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_chars: int = Field(
+        200,
+        ge=20,
+        le=10_000,
+        description="Longest answer (constrained decoding); a cut answer keeps its whole sentences. A 1.5B model "
+        "that began to repeat itself otherwise filled the token limit (~35 s on 2 cores).",
+    )
+
+
+class PlanSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    on_answer: bool = Field(
+        False,
+        description="An answer given as the first action states the plan too, and the loop's own searches count as "
+        "the plan's (else only a first call states it, and only the model's searches count).",
+    )
+
+
+class ClosestSentenceSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_score: float = Field(
+        0.0, ge=-1.0, le=1.0, description="Named only when its cosine with the question is at least this."
+    )
+
+
+class PolicySettings(BaseModel):
+    """Each policy's own settings (a policy without knobs has none); whether it runs is the profile's list and
+    ``agent.policies``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    read_allowance: ReadAllowanceSettings = Field(
+        default_factory=ReadAllowanceSettings, description="read_allowance: the hits of one search the model may read."
+    )
+    common_keywords: CommonKeywordsSettings = Field(
+        default_factory=CommonKeywordsSettings, description="common_keywords: when a keyword is common."
+    )
+    found_notes: FoundNotesSettings = Field(
+        default_factory=FoundNotesSettings, description="found_notes: which actions carry the note."
+    )
+    short_answer: ShortAnswerSettings = Field(
+        default_factory=ShortAnswerSettings, description="short_answer: the longest answer."
+    )
+    plan: PlanSettings = Field(
+        default_factory=PlanSettings, description="plan: when the plan is asked for and held to."
+    )
+    closest_sentence: ClosestSentenceSettings = Field(
+        default_factory=ClosestSentenceSettings, description="closest_sentence: when the sentence is named."
+    )
+
+
 class AgentSettings(BaseModel):
-    """The ReAct loop (paper §3.3)."""
+    """The ReAct loop (paper §3.3): its budgets, the profile (a named bundle of policies and a result view), and
+    switches on top of the profile."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -121,89 +255,39 @@ class AgentSettings(BaseModel):
     token_budget: int = Field(
         60_000, ge=100, description="Retrieved-plus-prompt token budget; reaching it forces the final answer."
     )
-    action_mode: Literal["auto", "native", "json"] = Field(
+    action_mode: Literal["auto", "native", "json", "flat-json"] = Field(
         "auto",
-        description="'native' tool calls, 'json' constrained actions (response_format), 'auto' picks per model.",
+        description="'native' tool calls, 'json' constrained actions (response_format: {\"action\": …, "
+        '"arguments": {…}}), \'flat-json\' ({"keyword_search": [...]}: fewer generated tokens, but on 70 2Wiki '
+        "questions the small model answered before the step limit half as often), 'auto': json for the embedded "
+        "model, native otherwise.",
     )
     parallel_tool_calls: bool = Field(False, description="Execute every tool call in a response, not only the first.")
-    profile: Literal["auto", "paper", "compact"] = Field(
+    profile: str = Field(
         "auto",
-        description="'paper': the paper's prompt and loop; 'compact': for small models (a worked example in the "
-        "prompt, read hints, a repeated call reads the best unread hit, an answer given before any read gets the "
-        "top hits read first, a short final answer); 'auto': compact for the embedded model, paper otherwise.",
+        description="'paper': the paper's prompt and loop; 'compact': the same loop with the small-model policies "
+        "(arag/agent/profiles/compact.toml); a path to a profile file of your own; 'auto': compact for the "
+        "embedded model, paper otherwise.",
     )
-    inline_read_tokens: int = Field(
-        0,
-        ge=0,
-        le=100_000,
-        description="Compact profile: a search's top hit is shown as chunk_read would show it (and counts as read) "
-        "when that is at most this many tokens (a long chunk's focused view counts by what it shows), saving a "
-        "small model a read step and a model call; 0 = off (the paper: snippets only).",
+    policies: list[str] = Field(
+        default_factory=list,
+        description="Switches on the profile's policies: '-name' leaves one out, '+name' adds one "
+        "(arag policies lists them; e.g. ['-plan', '+opening_search']).",
     )
-    title_reads: bool = Field(
-        False,
-        description="Compact profile: a keyword search's hit whose document title is one of its keywords (a trailing "
-        '"(…)" aside) is shown as chunk_read would show it and counts as read, at most reads_per_search such hits '
-        "per search, saving the read step. Measured on 2Wiki (docs/results.md, title reads): no faster on 2 cores "
-        "(fewer read calls, more prompt tokens) and 1 point lower on 100 questions; off (the paper: snippets only).",
-    )
-    choice_answers: bool = Field(
-        True,
-        description="Compact profile with JSON actions: the answer to an either-or question ('…, A or B?') must be "
-        "one of the two options, and the answer to a yes/no question ('Are both … from the same country?') must "
-        "start with Yes or No (constrained decoding).",
-    )
-    flat_actions: bool = Field(
-        False,
-        description='Compact profile with JSON actions: write an action as {"keyword_search": [...]} instead of '
-        '{"action": ..., "arguments": {...}} (fewer generated tokens per action). Off by default: on 70 2Wiki '
-        "questions the model then answered before the step limit half as often, so a question cost as much.",
-    )
-    search_hits: int = Field(
-        5,
-        ge=1,
-        le=20,
-        description="Compact profile: chunks a search returns (the model does not choose top_k there; the paper: 5). "
-        "Of 181 reads on 100 2Wiki questions, 176 were of hits 1 and 2, and each hit shown costs ~35 prompt tokens.",
-    )
-    action_notes: bool = Field(
-        True,
-        description="Compact profile: every action starts with a 'found' note (what the text read "
-        "so far says); False: only the final answer does. Each note costs a small model ~15 generated tokens, but "
-        "without them it rarely stopped before the step limit (12 of 14 questions forced against 7 with notes).",
-    )
-    reads_per_search: int = Field(
-        2,
-        ge=0,
-        le=100,
-        description="Compact profile: after this many of a search's hits were read, the others can no longer be "
-        "read (the model must search again or answer); 0 = no limit (the paper).",
-    )
-    common_keyword_share: float = Field(
-        0.05,
-        ge=0.0,
-        le=1.0,
-        description="Compact profile: keyword_search leaves out a keyword found in more than this share of the "
-        "chunks (and in over 50) when another of its keywords is rarer, and says so; a generic word ('father', "
-        "'director') otherwise outscores the name it came with. 0 = off (the paper's score on every keyword).",
-    )
-    focused_read_tokens: int = Field(
-        250,
-        ge=0,
-        le=100_000,
-        description="Compact profile: chunk_read shows a chunk longer than this many tokens as its first sentence "
-        "plus the sentences closest to the question, within this many tokens; 0 = full text (the paper).",
-    )
+    policy: PolicySettings = Field(default_factory=PolicySettings, description="Each policy's own settings.")
+    view: ViewSettings = Field(default_factory=ViewSettings, description="Overrides of the profile's result view.")
     tools: list[ToolName] = Field(
         default_factory=lambda: list(TOOL_NAMES),
         description="Enabled tools.",
     )
-    system_prompt_file: Path | None = Field(None, description="Override the packaged system prompt.")
+    system_prompt_file: Path | None = Field(None, description="Override the profile's system prompt.")
     tool_names: dict[ToolName, str] = Field(
         default_factory=dict,
         description="Names the model sees for the tools, e.g. {'chunk_read': 'read_chunk'} as in the authors' code.",
     )
-    stall_limit: int = Field(2, ge=1, description="Consecutive repeated calls before the answer is forced.")
+    stall_limit: int = Field(
+        2, ge=1, description="Consecutive repeated calls with nothing new before the answer is forced."
+    )
     time_budget_s: float = Field(
         600.0,
         gt=0,

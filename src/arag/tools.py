@@ -64,7 +64,37 @@ class ToolResult:
     retrieved_tokens: int
     latency_s: float
     ok: bool = True
-    chunk_ids: list[str] = field(default_factory=list)
+    chunk_ids: list[str] = field(default_factory=list)  # every chunk whose content the result shows
+    hits: list[str] = field(default_factory=list)  # a search's chunk ids in rank order ("hit 1" is the first)
+    neighbours: list[str] = field(default_factory=list)  # a read's prev/next chunk ids
+    # a search whose hits 1 and 2 matched different keywords (one chunk for each of two names)
+    pair: bool = False
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """How the tools' results look to the model. The defaults are the paper's: scores, five 400-character
+    snippets per hit, full-text reads. A profile (arag/agent/profiles) gives the small-model view."""
+
+    # small-model presentation: no scores, a search ends with how to read its hits (both hits of a comparison
+    # at once), a hit already read shows no snippets, a read of a one-chunk document shows no neighbour line
+    hints: bool = False
+    snippets_per_hit: int = 5
+    snippet_chars: int = 400
+    search_hits: int | None = None  # the top_k of a search that names none (None: the tool's default)
+    # False: the schemas leave top_k out (search_hits applies); each search a small model writes is ~7 tokens
+    # shorter, and it never asked for anything but the example's 5
+    expose_top_k: bool = True
+    # a read of a chunk longer than this shows its lead sentence and the sentences closest to the question,
+    # within this many tokens: a small model finds the fact in 250 tokens, not in 1000 (0: full text)
+    focus_tokens: int = 0
+    # a search's top hit is shown in full (and counts as read) when it has at most this many tokens
+    inline_tokens: int = 0
+    # a keyword search's hit whose document title is one of its keywords is shown as a read shows it (and counts
+    # as read), at most title_read_limit such hits per search
+    title_reads: bool = False
+    title_read_limit: int = 2
+    flat_calls: bool = False  # hints write a read as the flat JSON action {"chunk_read": [...]}
 
 
 class Toolkit:
@@ -78,16 +108,7 @@ class Toolkit:
         exact: bool | None = None,
         encoding: str = "cl100k_base",
         names: dict[str, str] | None = None,
-        hints: bool = False,
-        inline_tokens: int = 0,
-        snippets_per_hit: int = 5,
-        snippet_chars: int = 400,
-        focus_tokens: int = 0,
-        reads_per_search: int = 0,
-        common_keyword_share: float = 0.0,
-        expose_top_k: bool = True,
-        search_hits: int | None = None,
-        title_reads: bool = False,
+        view: ResultView | None = None,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -101,38 +122,18 @@ class Toolkit:
         # an index built with an IVF (--ann) was built for approximate search: the tools use it
         self.exact = not index.manifest.ann if exact is None else exact
         self.encoding = encoding
+        self.view = view or ResultView()
         # Without chunk_read the agent could never see more than snippets, so searches return full text.
         self.full_text_results = "chunk_read" not in self.enabled
-        self._shown: list[str] = []  # chunk ids whose content the current call returns
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
-        # the latest search's hits 1 and 2 matched different keywords (a search for two names found a chunk for
-        # each): the hints say to read both at once
-        self.last_pair = False
-        self._read_before_search: set[str] = set()  # chunks read before the latest search
-        self.offered: dict[str, None] = {}  # every chunk id shown as a hit or a neighbour, in order shown
-        self.hints = hints  # end search results with how to read a hit (helps small models)
-        # a search's top hit is shown in full (and counts as read) when it has at most this many tokens: a short
-        # passage costs less context than the read step it saves a small model
-        self.inline_tokens = inline_tokens
-        self.snippets_per_hit, self.snippet_chars = snippets_per_hit, snippet_chars
-        # a read of a chunk longer than this shows its lead sentence and the sentences closest to focus_query
-        # (the question), within this many tokens: a small model finds the fact in 250 tokens, not in 1000
-        self.focus_tokens = focus_tokens
-        self.reads_per_search = reads_per_search  # > 0: the read grammar's cap on one search's hits
-        # > 0: a keyword found in more than this share of the chunks is left out of a search that has a rarer one
-        self.common_keyword_share = common_keyword_share
-        # False: the schemas leave top_k out (search_hits, else the tool's default, applies); each search a small
-        # model writes is ~7 tokens shorter, and it never asked for anything but the example's 5
-        self.expose_top_k = expose_top_k
-        self.search_hits = search_hits  # the top_k of a search that names none (None: the tool's default)
-        # a keyword search's hit whose document title is one of its keywords is shown as a read shows it (and
-        # counts as read): meant to save a small model the read call per hop; at most reads_per_search such hits
-        # (else 2) per search (agent.title_reads, off: measured no faster)
-        self.title_reads = title_reads
-        self.focus_query = ""
+        self.focus_query = ""  # what focused reads are focused on (the question)
         self._focus_vector: tuple[str, Any] | None = None
-        # the model writes a call as {"chunk_read": [...]} (the compact profile's JSON actions), so the hints do
-        self.flat_calls = False
+        self._sentence_scores: dict[str, tuple[list[str], Any]] = {}
+        # what the current call shows, for its ToolResult
+        self._shown: list[str] = []
+        self._neighbours: list[str] = []
+        self._pair = False
+        self._header: str | None = None
 
     # ------------------------------------------------------------------ the tools
     def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
@@ -148,25 +149,10 @@ class Toolkit:
         """
         keywords, notes = self._check_keywords(keywords)
         top_k, note = _clamp_top_k(top_k)
-        notes += note
-        common = self._common_keywords(keywords)
-        keywords = [k for k in keywords if k not in common]
         hits = self.index.keyword_search(keywords, top_k)
-        header = f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
-        if common:
-            share = f"{self.common_keyword_share * 100:.3g}%"
-            header += f" ({json.dumps(common, ensure_ascii=False)[1:-1]} left out: in over {share} of the chunks)"
-        if not hits and self.hints:
-            shorter = self._shorter_keywords(keywords)
-            if shorter:
-                # a small model repeats a keyword that matches nothing ("X's father"): show what its head finds
-                hits = self.index.keyword_search(shorter, top_k)
-                header += (
-                    f": no chunk contains these keywords. Results for shorter keywords that match, "
-                    f"{json.dumps(shorter, ensure_ascii=False)}"
-                )
-        pair = self.hints and _distinct_pair(keywords, hits)
-        return self._format_hits(header, hits, notes, pair, keywords)
+        header = self._header or f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
+        pair = self.view.hints and _distinct_pair(keywords, hits)
+        return self._format_hits(header, hits, notes + note, pair, keywords)
 
     def semantic_search(self, query: str, top_k: int = 5) -> str:
         """Semantic (embedding) search: finds sentences similar in meaning to the query.
@@ -183,7 +169,8 @@ class Toolkit:
             raise ToolArgumentError("query is empty; describe what you are looking for")
         top_k, notes = _clamp_top_k(top_k)
         hits = self.index.semantic_search(query, top_k, exact=self.exact)
-        return self._format_hits(f"semantic_search {json.dumps(query, ensure_ascii=False)}", hits, notes)
+        header = self._header or f"semantic_search {json.dumps(query, ensure_ascii=False)}"
+        return self._format_hits(header, hits, notes)
 
     def chunk_read(self, chunk_ids: list[str]) -> str:
         """Read the full text of chunks by id (from search results).
@@ -210,9 +197,9 @@ class Toolkit:
                 parts.append(f"[chunk {chunk_id}] not found: no chunk has this id; use ids from search results.")
                 continue
             neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
-            if self.hints and not (record.prev_id or record.next_id):
+            if self.view.hints and not (record.prev_id or record.next_id):
                 neighbours = ""  # "prev: -, next: -" on every one-chunk passage cost a small model ~10 tokens
-            self.offered.update((n, None) for n in (record.prev_id, record.next_id) if n)
+            self._neighbours += [n for n in (record.prev_id, record.next_id) if n]
             if chunk_id in self.tracker.read_ids:
                 about = f" ({neighbours})" if neighbours else ""
                 parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated{about}.")
@@ -228,7 +215,7 @@ class Toolkit:
     def _read_view(self, record: ChunkRecord) -> tuple[str, str]:
         """(focus note, text) of what a read shows of a chunk: its full text (no note), or, with
         ``focus_tokens``, a focused view of a longer one and the note that says so."""
-        if self.focus_tokens and self.focus_query and record.n_tokens > self.focus_tokens:
+        if self.view.focus_tokens and self.focus_query and record.n_tokens > self.view.focus_tokens:
             try:
                 shown, total, text = self._focused(record)
             except ARagError:  # an embedding endpoint that fails costs the focus, not the read
@@ -248,56 +235,10 @@ class Toolkit:
             arguments = {"chunk_ids": [self._resolve_id(str(c)) for c in arguments["chunk_ids"]]}
         return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
 
-    def _common_keywords(self, keywords: list[str]) -> list[str]:
-        """The keywords found in more than ``common_keyword_share`` of the chunks, when another keyword is not.
-        The paper's score sums count × length over keywords, so a word that is everywhere ("father",
-        "director") outscores the name it came with: measured on 2Wiki, such a word put other people's
-        chunks above the named one in 25 of 196 searches of a small model (13 of the 17 runs hit ended wrong)."""
-        if self.common_keyword_share <= 0 or len(keywords) < 2:
-            return []
-        limit = max(MIN_COMMON_CHUNKS, math.ceil(self.common_keyword_share * self.index.store.n_chunks))
-        common = [k for k in keywords if self.index.keyword_chunk_count(k, limit + 1) > limit]
-        return common if len(common) < len(keywords) else []
-
-    def _shorter_keywords(self, keywords: list[str]) -> list[str]:
-        """For keywords that match nothing, the longest leading words of each that match a chunk (a possessive
-        ends the head: "Maurice, Prince Of Orange's father" → "Maurice, Prince Of Orange")."""
-        shorter: list[str] = []
-        for keyword in keywords:
-            words = _POSSESSIVE.split(keyword, maxsplit=1)[0].split()
-            for size in range(len(words), max(0, len(words) - MAX_SHORTENINGS), -1):
-                candidate = " ".join(words[:size]).strip(" ,;:")
-                if len(candidate) >= 3 and self.index.keyword_search([candidate], 1):
-                    shorter.append(candidate)
-                    break
-        return list(dict.fromkeys(shorter))
-
-    def readable(self, limit: int = 20) -> list[str]:
-        """What a read may name that would show new text: the latest search's unread hits as "hit N", then
-        other unread chunks shown as hits or neighbours (the compact profile's chunk_read grammar). Once
-        ``reads_per_search`` of the latest search's hits were read, none of its other hits is."""
-        read = self.tracker.read_ids
-        refs = (
-            []
-            if self.search_exhausted()
-            else [f"hit {i}" for i, c in enumerate(self.last_hits, start=1) if c not in read]
-        )
-        refs += [c for c in self.offered if c not in read and c not in self.last_hits]
-        return refs[:limit]
-
-    def search_exhausted(self) -> bool:
-        """True when ``reads_per_search`` (> 0) of the latest search's hits have been read since it ran (hits read
-        earlier do not count: a new search topped by passages already read still offers its others)."""
-        return self.reads_left() == 0
-
-    def reads_left(self) -> int | None:
-        """How many more of the latest search's hits may be read (``reads_per_search`` minus those read since it
-        ran); None without a cap."""
-        if self.reads_per_search <= 0:
-            return None
-        read = self.tracker.read_ids
-        done = sum(c in read and c not in self._read_before_search for c in self.last_hits)
-        return max(0, self.reads_per_search - done)
+    def keyword_chunk_share(self, keyword: str, share: float) -> bool:
+        """Whether ``keyword`` is in more than ``share`` of the chunks (and in more than MIN_COMMON_CHUNKS)."""
+        limit = max(MIN_COMMON_CHUNKS, math.ceil(share * self.index.store.n_chunks))
+        return self.index.keyword_chunk_count(keyword, limit + 1) > limit
 
     def _inline_view(self, record: ChunkRecord | None) -> tuple[str, str] | None:
         """(focus note, text) of a read of a search's top hit when it shows at most ``inline_tokens`` tokens (a
@@ -305,7 +246,7 @@ class Toolkit:
         if record is None:
             return None
         focus, text = self._read_view(record)
-        return None if count_tokens(text, self.encoding) > self.inline_tokens else (focus, text)
+        return None if count_tokens(text, self.encoding) > self.view.inline_tokens else (focus, text)
 
     def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
         """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
@@ -313,13 +254,11 @@ class Toolkit:
         sentences = self.index.sentences(record)
         if len(sentences) < 2:
             return len(sentences), len(sentences), record.text.strip()
-        if self._focus_vector is None or self._focus_vector[0] != self.focus_query:
-            self._focus_vector = (self.focus_query, self.index.embedder.embed_query(self.focus_query))
-        scores = self.index.embedder.embed_documents(sentences[1:]) @ self._focus_vector[1]
+        scores = self.question_scores(record)[1]
         chosen, used = [0], count_tokens(sentences[0], self.encoding)
-        for i in sorted(range(1, len(sentences)), key=lambda i: (-float(scores[i - 1]), i)):
+        for i in sorted(range(1, len(sentences)), key=lambda i: (-float(scores[i]), i)):
             cost = count_tokens(sentences[i], self.encoding)
-            if used + cost <= self.focus_tokens:
+            if used + cost <= self.view.focus_tokens:
                 chosen.append(i)
                 used += cost
         chosen.sort()
@@ -332,6 +271,19 @@ class Toolkit:
         if previous != len(sentences) - 1:
             pieces.append("[…]")
         return len(chosen), len(sentences), " ".join(pieces)
+
+    def question_scores(self, record: ChunkRecord) -> tuple[list[str], Any]:
+        """A chunk's sentences and their cosines with ``focus_query`` (the question), computed once per chunk and
+        question (focused reads and the agent's policies ask for the same chunks)."""
+        if self._focus_vector is None or self._focus_vector[0] != self.focus_query:
+            self._focus_vector = (self.focus_query, self.index.embedder.embed_query(self.focus_query))
+            self._sentence_scores.clear()
+        cached = self._sentence_scores.get(record.chunk_id)
+        if cached is None:
+            sentences = self.index.sentences(record)
+            scores = self.index.embedder.embed_documents(sentences) @ self._focus_vector[1] if sentences else []
+            cached = self._sentence_scores[record.chunk_id] = (sentences, scores)
+        return cached
 
     def _check_keywords(self, keywords: list[str]) -> tuple[list[str], str]:
         notes = ""
@@ -359,13 +311,12 @@ class Toolkit:
         self, header: str, hits: list[SearchHit], notes: str, pair: bool = False, keywords: Sequence[str] = ()
     ) -> str:
         self.last_hits = [h.chunk_id for h in hits]
-        self.last_pair = False
-        self._read_before_search = set(self.tracker.read_ids)
+        view = self.view
         if not hits:
             return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
         lines = [f"{notes}{header}: {len(hits)} chunks"]
-        by_title = self.title_reads and self.hints and not self.full_text_results and bool(keywords)
-        inline = self.inline_tokens and not self.full_text_results and hits[0].chunk_id not in self.tracker.read_ids
+        by_title = view.title_reads and view.hints and not self.full_text_results and bool(keywords)
+        inline = view.inline_tokens and not self.full_text_results and hits[0].chunk_id not in self.tracker.read_ids
         wanted = [h.row for h in hits] if self.full_text_results or by_title else [hits[0].row] if inline else []
         records = self.index.store.chunks(wanted) if wanted else {}
         views: dict[int, tuple[str, str]] = {}  # rank → (focus note, text) of the hits shown as read
@@ -378,11 +329,10 @@ class Toolkit:
             views[1] = top_view
         for rank, hit in enumerate(hits, start=1):
             self.tracker.seen_ids.add(hit.chunk_id)
-            self.offered[hit.chunk_id] = None
             self._shown.append(hit.chunk_id)
             mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
             # a small model reads ranks and ids; the score only cost it prompt tokens
-            score = "" if self.hints else f" (score {hit.score:.4g})"
+            score = "" if view.hints else f" (score {hit.score:.4g})"
             if rank in views:
                 self.tracker.read_ids.add(hit.chunk_id)
                 focus, text = views[rank]
@@ -394,17 +344,17 @@ class Toolkit:
             if record is not None:
                 lines.append(record.text.strip())
                 continue
-            if mark and self.hints:
+            if mark and view.hints:
                 continue  # its full text is in the context already: its snippets only cost prompt tokens
-            for snippet in hit.snippets[: self.snippets_per_hit]:
-                lines.append(f"  - {_shorten(snippet, self.snippet_chars)}")
-            if len(hit.snippets) > self.snippets_per_hit:
-                lines.append(f"  (+{len(hit.snippets) - self.snippets_per_hit} more matching sentences)")
-        if self.hints and not self.full_text_results:
+            for snippet in hit.snippets[: view.snippets_per_hit]:
+                lines.append(f"  - {shorten(snippet, view.snippet_chars)}")
+            if len(hit.snippets) > view.snippets_per_hit:
+                lines.append(f"  (+{len(hit.snippets) - view.snippets_per_hit} more matching sentences)")
+        if view.hints and not self.full_text_results:
             unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
             if views:
                 # pointing at the next hit here made small models read every hit in turn: point at the next hop
-                self.last_pair = pair and sorted(views) == [1, 2]
+                self._pair = pair and sorted(views) == [1, 2]
                 ranks = sorted(views)
                 if len(ranks) == 1:
                     in_full = ranks == [1] and top_view is not None and not top_view[0]
@@ -422,7 +372,7 @@ class Toolkit:
             elif pair and unread[:2] == [1, 2]:
                 # a comparison's two items: reading them one per step spent the steps a bridge comparison's
                 # second hop needs (forced answers at max_steps were the largest failure class)
-                self.last_pair = True
+                self._pair = True
                 lines.append(
                     "These are only snippets. Hits 1 and 2 match different keywords: read both at once, "
                     f"{self.read_call('hit 1', 'hit 2')}."
@@ -436,10 +386,10 @@ class Toolkit:
         self, keywords: Sequence[str], hits: list[SearchHit], records: dict[int, ChunkRecord]
     ) -> list[int]:
         """Ranks of the hits whose document title is a keyword (the best unread hit per keyword, at most
-        ``reads_per_search`` of them, else 2): the page about a name searched for. A title's trailing
+        ``title_read_limit`` of them): the page about a name searched for. A title's trailing
         "(…)" does not count ("Philip Ford (film director)" is the page of "Philip Ford")."""
         wanted = {_title_key(k) for k in keywords} - {""}
-        limit = self.reads_per_search if self.reads_per_search > 0 else 2
+        limit = self.view.title_read_limit
         ranks: list[int] = []
         for rank, hit in enumerate(hits, start=1):
             record = records.get(hit.row)
@@ -455,7 +405,7 @@ class Toolkit:
         """A chunk_read call as the model writes it, for hints."""
         ids = json.dumps(list(references), ensure_ascii=False)
         name = self.names["chunk_read"]
-        return f'{{"{name}": {ids}}}' if self.flat_calls else f'{name} {{"chunk_ids": {ids}}}'
+        return f'{{"{name}": {ids}}}' if self.view.flat_calls else f'{name} {{"chunk_ids": {ids}}}'
 
     # ------------------------------------------------------------------ dispatch
     def functions(self) -> dict[str, Callable[..., str]]:
@@ -465,7 +415,7 @@ class Toolkit:
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI ``tools=`` entries derived from the enabled tools' signatures and docstrings."""
         schemas = [tool_schema(getattr(self, name)) for name in self.enabled]
-        if not self.expose_top_k:
+        if not self.view.expose_top_k:
             for schema in schemas:
                 parameters = schema["function"]["parameters"]
                 parameters["properties"].pop("top_k", None)
@@ -479,11 +429,12 @@ class Toolkit:
                     function["description"] = function["description"].replace(canonical, exposed)
         return schemas
 
-    def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
-        """Run a tool by name. Never raises for anything the model could get wrong."""
+    def call(self, name: str, arguments: dict[str, Any] | str | None, header: str | None = None) -> ToolResult:
+        """Run a tool by name. Never raises for anything the model could get wrong. ``header`` replaces the first
+        words of a search's result (a policy that changed the call says so there)."""
         started = time.perf_counter()
         args: dict[str, Any] = {}
-        self._shown = []
+        self._shown, self._neighbours, self._pair, self._header = [], [], False, header
         try:
             canonical = self.canonical(name)
             if canonical not in self.enabled:
@@ -491,17 +442,29 @@ class Toolkit:
                 raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
             function = getattr(self, canonical)
             args = parse_arguments(arguments)
-            if self.search_hits and canonical != "chunk_read" and "top_k" not in args:
-                args["top_k"] = self.search_hits
+            if self.view.search_hits and canonical != "chunk_read" and "top_k" not in args:
+                args["top_k"] = self.view.search_hits
             validated = validate_arguments(function, args)
             args = validated_arguments_for_record(validated)
             observation, ok = function(**validated), True
         except ToolArgumentError as exc:
             observation, ok = f"Error: {exc}", False
+        finally:
+            self._header = None
         tokens = count_tokens(observation, self.encoding)
         self.tracker.record(tokens)
+        searched = ok and self.canonical(name) != "chunk_read"
         return ToolResult(
-            name, args, observation, tokens, time.perf_counter() - started, ok, chunk_ids=list(self._shown)
+            name,
+            args,
+            observation,
+            tokens,
+            time.perf_counter() - started,
+            ok,
+            chunk_ids=list(self._shown),
+            hits=list(self.last_hits) if searched else [],
+            neighbours=list(dict.fromkeys(self._neighbours)),
+            pair=self._pair,
         )
 
 
@@ -546,7 +509,7 @@ def _clamp_top_k(top_k: int) -> tuple[int, str]:
     return top_k, ""
 
 
-def _shorten(text: str, limit: int = 400) -> str:
+def shorten(text: str, limit: int = 400) -> str:
     """One line of at most ``limit`` characters, cut at a word boundary (a cut word misleads a small model)."""
     text = " ".join(text.split())
     if len(text) <= limit:

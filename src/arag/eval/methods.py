@@ -44,6 +44,9 @@ class MethodOutput:
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     model_calls: list[dict[str, Any]] = field(default_factory=list)
+    answer_from: str = "model"  # or what the agent's loop answered instead of a reply that was no answer
+    plan: list[str] = field(default_factory=list)
+    policies_acted: dict[str, int] = field(default_factory=dict)
 
 
 class Method:
@@ -51,6 +54,7 @@ class Method:
     system_prompt: str = ANSWER_PROMPT  # recorded by hash in the run's config
     tool_names: tuple[str, ...] = ()  # the names the model sees
     actions = "text"  # how the model acts: "text" (an answer), "native" tool calls, "json" or "flat json" actions
+    policies: tuple[str, ...] = ()  # the agent's policies, in order (arag/agent/policies)
 
     def answer(self, question: str) -> MethodOutput:
         raise NotImplementedError
@@ -120,9 +124,8 @@ class AgentMethod(Method):
         self.agent = Agent(index, model, settings.model_copy(update={"tools": tools}), json_actions=json_actions)
         self.system_prompt = self.agent.system_prompt
         self.tool_names = tuple(settings.tool_names.get(t, t) for t in tools)
-        self.actions = ("flat json" if self.agent.flat else "json") if self.agent.json_actions else "native"
-        if self.agent.json_actions and not self.agent.action_notes:
-            self.actions += ", note on the answer only"
+        self.actions = self.agent.actions_label
+        self.policies = tuple(self.agent.bundle.policy_names)
 
     def answer(self, question: str) -> MethodOutput:
         result = self.agent.run(question)
@@ -143,11 +146,16 @@ class AgentMethod(Method):
                     "retrieved_tokens": s.retrieved_tokens,
                     "latency_s": s.latency_s,
                     "thought": s.thought,
+                    "origin": s.origin,
+                    "why": s.why,
                 }
                 for s in result.trajectory
             ],
             result.error,
             result.model_calls,
+            result.answer_from,
+            result.plan,
+            result.policies_acted,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from pathlib import Path
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "…"}
@@ -115,3 +116,60 @@ def parse_judgement(reply: str) -> float | None:
         if word == "correct":
             return 1.0
     return None
+
+
+class KeyTerms:
+    """Key-term accuracy, for datasets whose gold answers are sentences (GraphRAG-Bench): a file of groups of
+    alternative terms per question id, extracted once from the gold answers (benchmarks/key_terms/). A term
+    matches the normalised prediction as whole words (a trailing ``*``: as a word prefix); a prediction is
+    correct when at least ``min`` groups (default: all) match. A question listed as null, or not listed, is not
+    scored (None)."""
+
+    def __init__(self, questions: dict[str, dict[str, object] | None], source: str = "key terms") -> None:
+        from arag.errors import ConfigError
+
+        self.rules: dict[str, tuple[list[list[re.Pattern[str]]], int] | None] = {}
+        for qid, rule in questions.items():
+            if rule is None:
+                self.rules[str(qid)] = None
+                continue
+            groups = rule.get("groups") if isinstance(rule, dict) else None
+            if not isinstance(groups, list) or not groups or not all(isinstance(g, list) and g for g in groups):
+                raise ConfigError(f"{source}: question {qid} needs non-empty 'groups' of terms, or null")
+            if any(not normalize_answer(str(term).rstrip("*")) for group in groups for term in group):
+                raise ConfigError(f"{source}: question {qid} has a term that is empty once normalised")
+            patterns = [[_term_pattern(str(term)) for term in group] for group in groups]
+            required = rule.get("min", len(groups))
+            if not isinstance(required, int) or not 1 <= required <= len(groups):
+                raise ConfigError(f"{source}: question {qid}: 'min' must be 1 to {len(groups)}")
+            self.rules[str(qid)] = (patterns, required)
+
+    @classmethod
+    def load(cls, path: str | Path) -> KeyTerms:
+        import json
+
+        from arag.errors import ConfigError
+
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read the key terms {path}: {exc}") from None
+        questions = data.get("questions") if isinstance(data, dict) else None
+        if not isinstance(questions, dict):
+            raise ConfigError(f'key terms {path}: expected {{"questions": {{ID: {{"groups": [[...]]}}}}}}')
+        return cls(questions, str(path))
+
+    def score(self, question_id: str, prediction: str) -> float | None:
+        rule = self.rules.get(str(question_id))
+        if rule is None:
+            return None
+        groups, required = rule
+        text = f" {normalize_answer(prediction)} "
+        matched = sum(1 for group in groups if any(p.search(text) for p in group))
+        return float(matched >= required)
+
+
+def _term_pattern(term: str) -> re.Pattern[str]:
+    prefix = term.endswith("*")
+    words = normalize_answer(term.rstrip("*"))
+    return re.compile(rf" {re.escape(words)}{'' if prefix else ' '}")

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from arag.eval.metrics import KeyTerms
 from arag.eval.runner import SUMMARY
 
 METHOD_LABELS = {
@@ -21,9 +22,10 @@ METHOD_LABELS = {
 }
 
 
-def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
+def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[dict[str, Any]]:
     """Each run's summary and its per-question records. A run still in progress (or stopped) has no
-    summary.json yet: its summary is computed from the results it has, and says so."""
+    summary.json yet: its summary is computed from the results it has, and says so. With ``key_terms``, every
+    answer is (re)scored by them."""
     from arag.errors import ConfigError
     from arag.eval.runner import CONFIG, RESULTS, _read_finished, summarize
 
@@ -42,6 +44,11 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
         except ValueError:
             raise ConfigError(f"{run_dir} holds a summary or config that is not valid JSON") from None
         records = list(_read_finished(results_path).values())  # none for a summary copied without its results
+        if key_terms is not None:
+            for record in records:
+                record["key_terms_acc"] = key_terms.score(str(record["id"]), str(record.get("prediction") or ""))
+            scored = [r["key_terms_acc"] for r in records if r["key_terms_acc"] is not None]
+            summary["key_terms_acc"] = sum(scored) / len(scored) if scored else None
         runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
     return runs
 
@@ -81,24 +88,33 @@ def _estimate_cell(run: dict[str, Any] | None, key: str) -> str:
     return "–" if estimate.n == 0 else estimate.percent()
 
 
+def _metrics(runs: list[dict[str, Any]], dataset: str) -> list[tuple[str, str]]:
+    """(record key, column name) of the accuracies a dataset's runs have: LLM-Acc, Contain-Acc, and Key-Terms-Acc
+    where its answers were scored by key terms."""
+    metrics = [("llm_acc", "LLM-Acc"), ("contain_acc", "Contain-Acc")]
+    if any(r.get("key_terms_acc") is not None for run in runs if run["dataset"] == dataset for r in run["records"]):
+        metrics.append(("key_terms_acc", "Key-Terms-Acc"))
+    return metrics
+
+
 def markdown(runs: list[dict[str, Any]]) -> str:
     _mark_ambiguous(runs)
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
     keys = list(dict.fromkeys((r["method"], r.get("max_steps"), r["run_dir"]) for r in runs))
     by_key = {(r["method"], r.get("max_steps"), r["run_dir"], r["dataset"]): r for r in runs}
-    head = "| Method | " + " | ".join(f"{d} LLM-Acc | {d} Contain-Acc" for d in datasets) + " |"
+    columns = [(d, key, name) for d in datasets for key, name in _metrics(runs, d)]
+    head = "| Method | " + " | ".join(f"{d} {name}" for d, _key, name in columns) + " |"
     lines = [
         "## Accuracy (%, 95 % Wilson interval, n questions)",
         "",
         head,
-        "|---|" + "---|---|" * len(datasets),
+        "|---|" + "---|" * len(columns),
     ]
     for method, steps, run_dir in keys:
         label = next(_label(r) for r in runs if r["run_dir"] == run_dir)
         cells = []
-        for dataset in datasets:
-            run = by_key.get((method, steps, run_dir, dataset))
-            cells += [_estimate_cell(run, "llm_acc"), _estimate_cell(run, "contain_acc")]
+        for dataset, key, _name in columns:
+            cells.append(_estimate_cell(by_key.get((method, steps, run_dir, dataset)), key))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -161,7 +177,8 @@ def _token_speed(records: list[dict[str, Any]]) -> str:
 
 
 def _paired_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """Each pair of runs on the same dataset: the Contain-Acc difference on the questions both answered."""
+    """Each pair of runs on the same dataset: the difference on the questions both answered, in Key-Terms-Acc
+    where the dataset is scored by key terms, else in Contain-Acc."""
     from arag.eval.stats import paired_difference
 
     rows = []
@@ -169,22 +186,23 @@ def _paired_lines(runs: list[dict[str, Any]]) -> list[str]:
         for second in runs[i + 1 :]:
             if first["dataset"] != second["dataset"]:
                 continue
-            diff = paired_difference(_scores(first, "contain_acc"), _scores(second, "contain_acc"))
+            key, name = _metrics(runs, first["dataset"])[-1]
+            diff = paired_difference(_scores(first, key), _scores(second, key))
             if diff is None:
                 continue
             sign = "+" if diff.value >= 0 else ""
             rows.append(
-                f"| {_label(second)} − {_label(first)} | {first['dataset']} | {sign}{100 * diff.value:.1f} "
+                f"| {_label(second)} − {_label(first)} | {first['dataset']} | {name} | {sign}{100 * diff.value:.1f} "
                 f"[{100 * diff.low:+.1f}, {100 * diff.high:+.1f}] | {diff.n} |"
             )
     if not rows:
         return []
     return [
         "",
-        "## Paired differences in Contain-Acc (points, 95 % paired-bootstrap interval, shared questions)",
+        "## Paired differences (points, 95 % paired-bootstrap interval, shared questions)",
         "",
-        "| Comparison | Dataset | Difference | n |",
-        "|---|---|---|---|",
+        "| Comparison | Dataset | Metric | Difference | n |",
+        "|---|---|---|---|---|",
         *rows,
     ]
 
@@ -256,12 +274,14 @@ def _save(fig: Any, ax: Any, xlabel: str, title: str, path: Path) -> Path:
     return path
 
 
-def write_report(run_dirs: list[Path], out_dir: Path) -> tuple[list[Path], list[str]]:
+def write_report(
+    run_dirs: list[Path], out_dir: Path, key_terms: KeyTerms | None = None
+) -> tuple[list[Path], list[str]]:
     """The files written (the Markdown tables always) and what could not be made, said in one line each."""
     from arag.errors import MissingExtraError
     from arag.eval.analyze import analyze_run, breakdown_markdown
 
-    runs = load_runs(run_dirs)
+    runs = load_runs(run_dirs, key_terms)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"
     analyses = [analyze_run(Path(r["run_dir"]), write=False) for r in runs]

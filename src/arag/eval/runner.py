@@ -22,6 +22,7 @@ from arag.eval.datasets import Dataset, Question
 from arag.eval.methods import Method, MethodOutput
 from arag.eval.metrics import (
     JUDGE_PROMPT,
+    KeyTerms,
     check_judge_prompt,
     contain_acc,
     exact_match,
@@ -78,8 +79,33 @@ def index_for(
     return Index.open_with(index_dir, settings)
 
 
-def select_questions(questions: list[Question], limit: int | None, seed: int | None) -> list[Question]:
-    """The first ``limit`` questions, or a seeded random sample of ``limit`` (kept in dataset order)."""
+def read_ids_file(path: Path) -> set[str]:
+    """Question ids from a file: a JSON list, or one id per line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the ids file {path}: {exc}") from None
+    if text.lstrip().startswith("["):
+        try:
+            ids = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{path} is not a JSON list of ids: {exc}") from None
+        if not isinstance(ids, list):
+            raise ConfigError(f"{path} is not a JSON list of ids")
+        return {str(i) for i in ids}
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def select_questions(
+    questions: list[Question], limit: int | None, seed: int | None, question_type: str | None = None
+) -> list[Question]:
+    """The first ``limit`` questions, or a seeded random sample of ``limit`` (kept in dataset order); with
+    ``question_type``, of the questions of that type only."""
+    if question_type is not None:
+        kinds = sorted({str(q.type) for q in questions})
+        questions = [q for q in questions if q.type == question_type]
+        if not questions:
+            raise ConfigError(f"no question has type {question_type!r}; types here: {', '.join(kinds)}")
     if limit is None or limit >= len(questions):
         return list(questions)
     if seed is None:
@@ -218,6 +244,7 @@ def run_eval(
     judge_model: ChatModel | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     judge_prompt: str = JUDGE_PROMPT,
+    key_terms: KeyTerms | None = None,
 ) -> dict[str, Any]:
     """Answer every question not yet in ``out_dir/results.jsonl``; returns the summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -257,9 +284,13 @@ def run_eval(
             "contain_acc": contain_acc(output.prediction, question.answers),
             "exact_match": exact_match(output.prediction, question.answers),
             "f1": token_f1(output.prediction, question.answers),
+            **({"key_terms_acc": key_terms.score(question.id, output.prediction)} if key_terms else {}),
             "retrieved_tokens": output.retrieved_tokens,
             "steps": output.steps,
             "stop_reason": output.stop_reason,
+            "answer_from": output.answer_from,
+            "plan": output.plan,
+            "policies_acted": output.policies_acted,
             "latency_s": round(time.perf_counter() - t0, 3),
             "usage": output.usage.to_dict(),
             "model_calls": output.model_calls,
@@ -322,6 +353,10 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         if any(r.get("llm_acc") is not None for r in records)
         else None,
         "llm_acc": _mean([r.get("llm_acc") for r in records]),
+        "key_terms_acc": _mean([r.get("key_terms_acc") for r in records]),
+        "key_terms_acc_ci95": accuracy([r.get("key_terms_acc") for r in records]).to_dict()
+        if any(r.get("key_terms_acc") is not None for r in records)
+        else None,
         "exact_match": _mean([r.get("exact_match") for r in records]),
         "f1": _mean([r.get("f1") for r in records]),
         "retrieval_recall": _mean([r.get("retrieval_recall") for r in records]),

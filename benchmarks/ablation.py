@@ -1,0 +1,131 @@
+"""The policy ablation: the profile's bundle, and the bundle minus each policy, on the same questions.
+
+    # 1. the bundle itself (any `arag eval run` options; the same ones are used for every ablation run)
+    arag eval run --method arag-full --dataset ../shared/datasets/2wikimultihopqa --corpus corpus \\
+        --limit 100 --seed 0 --first 40 --max-steps 5 --out runs/abl/compact-2wiki
+    # 2. the bundle minus each policy, re-run only on the questions where that policy acted
+    python benchmarks/ablation.py run runs/abl/compact-2wiki --out runs/abl -- --method arag-full \\
+        --dataset ../shared/datasets/2wikimultihopqa --corpus corpus --limit 100 --seed 0 --first 40 --max-steps 5
+    # 3. the table
+    python benchmarks/ablation.py table runs/abl/compact-2wiki runs/abl/compact-medical \\
+        --runs runs/abl/minus-*
+
+Why only where it acted: every run records how often each policy changed something (`policies_acted`), and at
+temperature 0 a question on which a policy never acted runs the same without it (the same requests in the same
+order; checked by re-running such questions, docs/results.md). So the bundle minus a policy is the bundle's own
+record on those questions, and is run on the others. The table says on how many questions each policy acted.
+
+Accuracy is Key-Terms-Acc where the answers were scored by key terms (GraphRAG-Bench Medical), else Contain-Acc;
+the difference to the bundle is paired (bootstrap over the questions, 95 %). "Own answers": answered before the
+step limit, with an answer of the model's own (not one the loop gave instead); "stalled": a loop guard cut the
+run short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from arag.eval.report import load_runs
+from arag.eval.stats import accuracy, paired_difference
+
+
+def acted_ids(reference: dict[str, Any], policy: str) -> list[str]:
+    return [str(r["id"]) for r in reference["records"] if (r.get("policies_acted") or {}).get(policy)]
+
+
+def run_ablation(reference_dir: Path, out: Path, options: list[str]) -> int:
+    (reference,) = load_runs([reference_dir])
+    config = json.loads((reference_dir / "config.json").read_text(encoding="utf-8"))
+    policies = config["settings"]["protocol"].get("policies") or []
+    out.mkdir(parents=True, exist_ok=True)
+    for policy in policies:
+        ids = acted_ids(reference, policy)
+        name = f"minus-{policy}-{reference_dir.name.split('-')[-1]}"
+        print(f"{policy}: acted on {len(ids)} of {len(reference['records'])} questions", flush=True)
+        if not ids:
+            continue  # the bundle's own records are this run's
+        ids_file = out / f"{name}.ids.json"
+        ids_file.write_text(json.dumps(ids), encoding="utf-8")
+        command = ["arag", "eval", "run", *options, "--policy", f"-{policy}", "--ids-file", str(ids_file)]
+        result = subprocess.run([*command, "--out", str(out / name)], stdout=subprocess.DEVNULL, check=False)
+        if result.returncode != 0:
+            print(f"{policy}: arag eval run failed ({result.returncode})", file=sys.stderr)
+            return result.returncode
+    return 0
+
+
+def completed(run: dict[str, Any], reference: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The run's records, and the reference's for the questions it did not answer (those on which the removed
+    policy never acted); with how many the run answered itself."""
+    own = {str(r["id"]): r for r in run["records"]}
+    records = [own.get(str(r["id"]), r) for r in reference["records"]]
+    return records, len(own)
+
+
+def row(name: str, dataset: str, records: list[dict[str, Any]], ran: int, base: dict[str, Any] | None) -> str:
+    key = "key_terms_acc" if any(r.get("key_terms_acc") is not None for r in records) else "contain_acc"
+    n = max(1, len(records))
+    estimate = accuracy([r.get(key) for r in records])
+    own = sum(1 for r in records if r.get("stop_reason") == "answered" and r.get("answer_from", "model") == "model")
+    stalled = sum(1 for r in records if r.get("stop_reason") == "stalled")
+    latencies = [float(r["latency_s"]) for r in records if r.get("latency_s") is not None]
+    diff = "–"
+    if base is not None:
+        paired = paired_difference(
+            {str(r["id"]): r.get(key) for r in base["records"]}, {str(r["id"]): r.get(key) for r in records}
+        )
+        if paired is not None:
+            diff = f"{100 * paired.value:+.1f} [{100 * paired.low:+.1f}, {100 * paired.high:+.1f}]"
+    cells = [
+        name,
+        dataset,
+        f"{ran} / {len(records)}",
+        estimate.percent() if estimate.n else "–",
+        diff,
+        f"{100 * own / n:.0f}%",
+        f"{100 * stalled / n:.0f}%",
+        f"{statistics.median(latencies):.1f}" if latencies else "–",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def table(reference_dirs: list[Path], run_dirs: list[Path]) -> int:
+    references = {r["dataset"]: r for r in load_runs(reference_dirs)}
+    runs = load_runs(run_dirs) if run_dirs else []
+    head = ["run", "dataset", "questions run / in all", "accuracy % [95 %]", "− bundle (points)", "own answers"]
+    head += ["stalled", "p50 s"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for dataset, reference in references.items():
+        print(row(Path(reference["run_dir"]).name, dataset, reference["records"], len(reference["records"]), None))
+        for run in sorted((r for r in runs if r["dataset"] == dataset), key=lambda r: r["run_dir"]):
+            records, ran = completed(run, reference)
+            print(row(Path(run["run_dir"]).name, dataset, records, ran, reference))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the bundle minus each policy where it acted")
+    run.add_argument("reference", type=Path, help="the bundle's run directory")
+    run.add_argument("--out", type=Path, required=True, help="where the ablation runs go")
+    run.add_argument("options", nargs=argparse.REMAINDER, help="-- and the bundle run's arag eval run options")
+    show = commands.add_parser("table", help="print the ablation table")
+    show.add_argument("references", nargs="+", type=Path, help="the bundle's run directory on each dataset")
+    show.add_argument("--runs", nargs="*", type=Path, default=[], help="ablation run directories")
+    args = parser.parse_args()
+    if args.command == "run":
+        options = args.options[1:] if args.options[:1] == ["--"] else args.options
+        return run_ablation(args.reference, args.out, options)
+    return table(args.references, args.runs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""What the agent reads off a question before it starts: is it empty, is it either-or, is it yes/no."""
+
+from __future__ import annotations
+
+import re
+
+from arag.errors import InputError
+
+MAX_QUESTION_CHARS = 20_000
+
+# "Which film came out first, Blue Lake or Red Sky?": the options follow the question's last comma
+_CHOICE = re.compile(r",\s*([^,?]{1,150}?)\s+or\s+([^,?]{1,150}?)\s*\?\s*$", re.I)
+# a question opened by an auxiliary verb expects yes or no ("Are both films American?", "Did she win?")
+_YES_NO = re.compile(
+    r"^(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|should|shall|may|might|must)\s", re.I
+)
+
+
+def check_question(question: str) -> str:
+    """The question, stripped; an empty or oversized one is rejected before any model is loaded."""
+    if not isinstance(question, str) or not question.strip():
+        raise InputError('the question is empty: ask something, e.g. arag ask "Who wrote Hamlet?" --index DIR')
+    question = question.strip()
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return question
+
+
+def choice_options(question: str) -> list[str]:
+    """The two options of an either-or question ("…, A or B?"), else none."""
+    match = _CHOICE.search(question.removeprefix("Question:").strip())
+    if match is None:
+        return []
+    first, second = (" ".join(g.split()) for g in match.groups())
+    if first.lower() == second.lower() or " or " in f" {first.lower()} {second.lower()} ":
+        return []
+    return [first, second]
+
+
+def yes_no_question(question: str) -> bool:
+    """True for a yes/no question. One that offers alternatives ("Did A or B win?") is not: its answer is one of
+    them."""
+    text = question.removeprefix("Question:").strip()
+    return bool(_YES_NO.match(text)) and " or " not in f" {text.lower()} "

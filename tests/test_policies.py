@@ -1,0 +1,290 @@
+"""Each policy on its own, on a RunState with no model behind it (the loop's end-to-end tests are test_agent.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arag.agent.actions import Action, ActionSpec, ToolCall
+from arag.agent.policies import POLICIES, Hold, Stands
+from arag.agent.policies.grounded_answer import mend_citations, says_nothing
+from arag.agent.profiles import load_profile
+from arag.agent.prompts import READ_INSTEAD
+from arag.index import Index
+from arag.tools import TOOL_NAMES, ToolResult
+from conftest import fake_run, guarded_call
+
+
+def spec_after(run, policies, final: bool = False, constrained: bool = True) -> ActionSpec:  # type: ignore[no-untyped-def]
+    spec = ActionSpec([] if final else list(TOOL_NAMES), constrained, final=final)
+    for policy in policies:
+        policy.constrain(run, spec)
+    return spec
+
+
+def test_every_policy_is_documented_and_in_a_profile_or_measured_out() -> None:
+    bundled = set(load_profile("compact").policies) | set(load_profile("paper").policies)
+    for name, cls in POLICIES.items():
+        assert cls.name == name and cls.summary and cls.__doc__ and len(cls.__doc__) > 80, name
+    assert bundled <= set(POLICIES)
+
+
+def test_search_first_offers_only_searches_on_the_first_constrained_action(hippo_index: Index) -> None:
+    run, policies = fake_run(hippo_index, "search_first")
+    first = spec_after(run, policies)
+    assert first.tools == ["keyword_search", "semantic_search"] and not first.answer
+    assert spec_after(run, policies, constrained=False).tools == list(TOOL_NAMES)  # native calls: every tool
+    run.steps = 1
+    assert spec_after(run, policies).tools == list(TOOL_NAMES) and spec_after(run, policies).answer
+
+
+def test_plan_is_asked_first_and_holds_an_answer_before_its_searches_once(people_index: Index) -> None:
+    run, policies = fake_run(people_index, "plan")
+    (plan,) = policies
+    assert spec_after(run, policies).plan
+    run.record_action(Action([], "", "", ["films of Fortunella", "its director's town"]))
+    guarded_call(run, policies, "keyword_search", {"keywords": ["Fortunella"]})
+    run.steps = 1
+    assert not spec_after(run, policies).plan
+    hold = plan.on_answer(run, "Eduardo De Filippo")
+    assert isinstance(hold, Hold) and 'continue with step 2 ("its director\'s town")' in hold.message
+    assert plan.on_repeat(run, ToolCall("keyword_search", {"keywords": ["Fortunella"]})) == Stands("Eduardo De Filippo")
+    assert plan.on_answer(run, "Naples") is None  # once per question
+    guarded_call(run, policies, "keyword_search", {"keywords": ["Town 7"]})  # a new call: the held answer is void
+    assert plan.on_repeat(run, ToolCall("keyword_search", {"keywords": ["Town 7"]})) is None
+
+
+def test_plan_counts_a_search_that_found_both_items_as_two(people_index: Index) -> None:
+    run, policies = fake_run(people_index, "plan")
+    run.record_action(Action([], "", "", ["year of Fortunella", "founding of Town 7"]))
+    run.toolkit.view = type(run.toolkit.view)(hints=True)
+    result = guarded_call(run, policies, "keyword_search", {"keywords": ["Fortunella", "Town 7"]})
+    assert result.pair and policies[0].on_answer(run, "Fortunella") is None
+
+
+def test_found_notes_make_the_note_required_on_calls_or_on_the_answer_only(hippo_index: Index) -> None:
+    run, policies = fake_run(hippo_index, "found_notes")
+    spec = spec_after(run, policies)
+    assert spec.note == "found" and spec.note_on_calls
+    run, policies = fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_calls": False}})
+    assert not spec_after(run, policies).note_on_calls
+
+
+def test_short_answer_caps_the_answer_and_keeps_whole_sentences(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "short_answer", policy={"short_answer": {"max_chars": 40}})
+    assert spec_after(run, [policy]).answer_chars == 40
+    assert policy.revise(run, "Thionville [chunk A#0]. She married Lothair in") == "Thionville [chunk A#0]."
+    assert policy.revise(run, "Thionville") == "Thionville"
+
+
+@pytest.mark.parametrize(
+    ("question", "options", "yes_no"),
+    [
+        ("Who died first, Hucbert or Lothair II?", ["Hucbert", "Lothair II"], False),
+        ("Did Hucbert outlive Lothair II?", [], True),
+        ("Who was Hucbert?", [], False),
+    ],
+)
+def test_choice_answers_constrain_the_answer_to_the_question(
+    hippo_index: Index, question: str, options: list[str], yes_no: bool
+) -> None:
+    run, policies = fake_run(hippo_index, "choice_answers", question=question)
+    spec = spec_after(run, policies, final=True)
+    assert spec.options == options and spec.yes_no is yes_no
+
+
+def test_new_text_reads_name_unread_hits_then_other_chunks_shown(hippo_index: Index) -> None:
+    run, policies = fake_run(hippo_index, "new_text_reads")
+    assert spec_after(run, policies).readable == []  # nothing shown yet: nothing to read
+    search = guarded_call(run, policies, "keyword_search", {"keywords": ["Lothair"], "top_k": 3})
+    assert spec_after(run, policies).readable == ["hit 1", "hit 2", "hit 3"]
+    read = guarded_call(run, policies, "chunk_read", {"chunk_ids": ["hit 1"]})
+    readable = spec_after(run, policies).readable or []
+    assert readable[:2] == ["hit 2", "hit 3"] and search.hits[0] not in readable
+    assert set(readable[2:]) == set(read.neighbours) - set(search.hits) - run.read_ids
+
+
+def test_read_allowance_closes_a_search_after_two_of_its_hits_were_read(hippo_index: Index) -> None:
+    run, policies = fake_run(hippo_index, "new_text_reads", "read_allowance")
+    first = guarded_call(run, policies, "keyword_search", {"keywords": ["Lothair"], "top_k": 3})
+    guarded_call(run, policies, "chunk_read", {"chunk_ids": ["hit 1"]})
+    assert run.reads_left() == 1 and "hit 2" in (spec_after(run, policies).readable or [])
+    guarded_call(run, policies, "chunk_read", {"chunk_ids": ["hit 2"]})
+    readable = spec_after(run, policies).readable or []
+    assert run.reads_left() == 0 and run.unread_hits() == []
+    assert not [r for r in readable if r.startswith("hit ") or r in first.hits]
+    # a new search topped by chunks read before it still offers its unread hits
+    guarded_call(run, policies, "keyword_search", {"keywords": ["Lothair"], "top_k": 4})
+    assert run.reads_left() == 2 and (spec_after(run, policies).readable or [])[0].startswith("hit ")
+
+
+def test_read_before_answer_reads_the_top_hits_once_per_search(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "read_before_answer")
+    assert policy.on_answer(run, "x") is None  # nothing searched
+    search = guarded_call(run, [policy], "keyword_search", {"keywords": ["Lothair"], "top_k": 3})
+    hold = policy.on_answer(run, "x")
+    assert isinstance(hold, Hold) and hold.read == list(search.hits[:2]) and hold.why
+    assert policy.on_answer(run, "x") is None
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["hit 1"]})
+    guarded_call(run, [policy], "keyword_search", {"keywords": ["Waldrada"]})
+    assert isinstance(policy.on_answer(run, "x"), Hold)  # a new search: once more
+
+
+def test_option_check_holds_an_answer_with_one_option_unread(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "option_check", question="Who died first, Hucbert or Anne of Kiev?")
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Hucbert#0"]})
+    hold = policy.on_answer(run, "Hucbert")
+    assert isinstance(hold, Hold) and 'keyword_search for "Anne of Kiev"' in hold.message
+    assert policy.on_answer(run, "Hucbert") is None  # once
+
+
+def test_repeat_reads_read_what_the_search_allows_instead_of_refusing(hippo_index: Index) -> None:
+    run, policies = fake_run(hippo_index, "read_allowance", "repeat_reads")
+    call = ToolCall("keyword_search", {"keywords": ["Lothair"], "top_k": 3})
+    search = guarded_call(run, policies, "keyword_search", call.arguments)
+    result = policies[1].on_repeat(run, call)
+    assert isinstance(result, ToolResult) and result.ok
+    assert result.observation.startswith(f"{READ_INSTEAD}here are the best 2 hits you have not read yet:")
+    assert run.read_ids == set(search.hits[:2])
+    assert policies[1].on_repeat(run, call) is None  # the allowance is used up: nothing to read instead
+
+
+def test_switch_search_blocks_the_repeated_tool_for_one_action_once(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "switch_search")
+    call = ToolCall("keyword_search", {"keywords": ["Hucbert"]})
+    result = policy.on_repeat(run, call)
+    assert isinstance(result, ToolResult) and not result.ok and "semantic_search" in result.observation
+    assert spec_after(run, [policy]).tools == ["semantic_search", "chunk_read"]
+    assert spec_after(run, [policy]).tools == list(TOOL_NAMES)  # one action only
+    assert policy.on_repeat(run, call) is None  # once per question
+    assert policy.on_repeat(run, ToolCall("chunk_read", {"chunk_ids": ["a"]})) is None
+
+
+def test_stall_answer_ends_the_search_at_the_first_fruitless_repeat(hippo_index: Index) -> None:
+    run, _ = fake_run(hippo_index, stall_limit=3)
+    assert run.stall_limit == 3
+    run, _ = fake_run(hippo_index, "stall_answer", stall_limit=3)
+    assert run.stall_limit == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "nothing"),
+    [
+        ("nothing yet", True),
+        ("Nothing yet.", True),
+        ("unknown [chunk A#0]", True),
+        ("yes/no", True),
+        ("I do not have enough information to answer.", True),
+        ("", True),
+        ("[chunk A#0]", True),
+        ("Basal cell carcinoma [chunk Medical#0]", False),
+        ("No, Hucbert died first", False),
+        ("None of them", False),
+    ],
+)
+def test_says_nothing(answer: str, nothing: bool) -> None:
+    assert says_nothing(answer) is nothing
+
+
+def test_citations_are_mended_to_the_chunk_they_garble_or_left_out() -> None:
+    shown = {"Medical#125", "Medical#12", "Lothair II#0"}
+    assert mend_citations("BCC [chunk Medical#125#0]", shown) == "BCC [chunk Medical#125]"
+    assert mend_citations("BCC [chunk Medical#125]", shown) == "BCC [chunk Medical#125]"
+    assert mend_citations("BCC [chunk Medical#1255]", shown) == "BCC"  # not a garble of #125 or #12
+    assert mend_citations("X [chunk Lothair II#0, Made up#3]", shown) == "X [chunk Lothair II#0]"
+    assert mend_citations("no citation", shown) == "no citation"
+
+
+@given(st.text(max_size=80), st.sets(st.sampled_from(["A#0", "A#1", "B (film)#0", "12"]), max_size=3))
+def test_mended_citations_only_name_chunks_shown(answer: str, shown: set[str]) -> None:
+    from arag.agent.state import _CITATION
+
+    mended = mend_citations(answer, shown)
+    cited = [part.strip() for group in _CITATION.findall(mended) for part in group.split(",")]
+    assert all(c.removeprefix("chunk ").strip() in shown for c in cited if c.lower().startswith("chunk"))
+
+
+def test_grounded_answer_holds_a_placeholder_once_then_answers_with_the_closest_sentence(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "grounded_answer", question="When did Ermengarde of Tours die?")
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    assert policy.revise(run, "nothing yet") == "nothing yet"  # the model gets another chance first
+    hold = policy.on_answer(run, "nothing yet")
+    assert isinstance(hold, Hold) and hold.message.startswith('"nothing yet" is not an answer')
+    instead = policy.revise(run, "nothing yet")
+    best = run.closest_sentences(["Ermengarde of Tours#0"])[0]
+    assert instead == f"{best.sentence} [chunk Ermengarde of Tours#0]" and run.answer_from != "model"
+    assert policy.on_answer(run, instead) is None
+    # at the step limit there is no second chance
+    run, (policy,) = fake_run(hippo_index, "grounded_answer", question="When did Ermengarde of Tours die?")
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    run.stop_reason = "max_steps"
+    assert policy.revise(run, "unknown").endswith("[chunk Ermengarde of Tours#0]")
+
+
+def test_closest_sentence_names_the_read_sentence_nearest_the_question(hippo_index: Index) -> None:
+    question = "Where did Ermengarde of Tours marry Lothair I?"
+    run, policies = fake_run(hippo_index, "closest_sentence", question=question)
+    result = run.call_tool(ToolCall("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0", "Hucbert#0"]}))
+    policies[0].after_result(run, result)
+    # brute force: every sentence of both chunks against the question
+    embedder = hippo_index.embedder
+    records = hippo_index.read(["Ermengarde of Tours#0", "Hucbert#0"])[0]
+    sentences = [s for record in records for s in hippo_index.sentences(record)]
+    cosines = embedder.embed_documents(sentences) @ embedder.embed_query(question)
+    best = " ".join(sentences[int(np.argmax(cosines))].split())
+    last = result.observation.splitlines()[-1]
+    assert last.startswith(f'Closest to the question: "{best}') and "If this answers the question" in last
+    search = run.call_tool(ToolCall("keyword_search", {"keywords": ["Lothair"]}))
+    before = search.observation
+    policies[0].after_result(run, search)
+    assert search.observation == before  # searches show snippets; only reads are named
+
+
+def test_opening_search_searches_a_question_that_names_no_document(hippo_index: Index) -> None:
+    question = "When did the abbot's sister marry the king?"
+    assert hippo_index.titles_named_in(question) == []  # the premise
+    run, (policy,) = fake_run(hippo_index, "opening_search", question=question)
+    call = policy.opening(run)
+    assert call == ToolCall("semantic_search", {"query": question})
+    result = run.harness_call(call)
+    assert run.searches and run.searches[0].tool == "semantic_search" and not run.searches[0].by_model
+    assert result.hits and run.is_repeat(ToolCall("semantic_search", {"query": question}))  # the model's: a repeat
+    keyword_only, (policy,) = fake_run(hippo_index, "opening_search", question=question)
+    keyword_only.toolkit.enabled = ["keyword_search", "chunk_read"]
+    assert policy.opening(keyword_only) is None  # no semantic search to make
+
+
+@pytest.mark.parametrize(
+    "question", ["When did Ermengarde of Tours die?", "Who was HUCBERT's sister?", "What did waldrada do?"]
+)
+def test_opening_search_leaves_a_question_that_names_a_document_to_the_model(hippo_index: Index, question: str) -> None:
+    run, (policy,) = fake_run(hippo_index, "opening_search", question=question)
+    assert hippo_index.titles_named_in(question) and policy.opening(run) is None
+
+
+@pytest.mark.parametrize("on_answer", [False, True])
+def test_plan_counts_the_loops_own_searches_when_asked_on_the_answer_too(hippo_index: Index, on_answer: bool) -> None:
+    question = "Who was the abbot's sister?"
+    settings = {"policy": {"plan": {"on_answer": on_answer}}}
+    run, (opening, plan) = fake_run(hippo_index, "opening_search", "plan", question=question, **settings)
+    call = opening.opening(run)
+    assert call is not None
+    run.harness_call(call)
+    assert spec_after(run, [plan]).plan_on_answer is on_answer
+    run.record_action(Action([], "Teutberga", "", ["the abbot's sister"]))
+    held = plan.on_answer(run, "Teutberga")
+    assert (held is None) is on_answer  # the loop's search counts as the plan's one search only with on_answer
+
+
+def test_a_bare_yes_or_no_says_nothing_only_to_a_question_that_is_not_yes_no() -> None:
+    assert says_nothing("yes", yes_no=False) and says_nothing("No.", yes_no=False)
+    assert not says_nothing("Yes", yes_no=True) and not says_nothing("No, she died first", yes_no=False)
+
+
+def test_search_first_leaves_the_first_action_free_after_the_loops_own_search(hippo_index: Index) -> None:
+    run, policies = fake_run(hippo_index, "search_first")
+    run.harness_call(ToolCall("semantic_search", {"query": "Hucbert"}))
+    spec = spec_after(run, policies)
+    assert spec.tools == list(TOOL_NAMES) and spec.answer and "search_first" not in run.acted
