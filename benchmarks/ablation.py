@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arag.eval.metrics import KeyTerms
 from arag.eval.report import load_runs
 from arag.eval.stats import accuracy, paired_difference
 
@@ -39,10 +40,39 @@ def acted_ids(reference: dict[str, Any], policy: str) -> list[str]:
     return [str(r["id"]) for r in reference["records"] if (r.get("policies_acted") or {}).get(policy)]
 
 
-def run_ablation(reference_dir: Path, out: Path, options: list[str]) -> int:
+def run_minus(out: Path, name: str, policy: str, ids: list[str], options: list[str]) -> int:
+    ids_file = out / f"{name}.ids.json"
+    ids_file.write_text(json.dumps(ids), encoding="utf-8")
+    command = ["arag", "eval", "run", *options, "--policy", f"-{policy}", "--ids-file", str(ids_file)]
+    result = subprocess.run([*command, "--out", str(out / name)], stdout=subprocess.DEVNULL, check=False)
+    if result.returncode != 0:
+        print(f"{policy}: arag eval run failed ({result.returncode})", file=sys.stderr)
+    return result.returncode
+
+
+def same_runs(reference: dict[str, Any], check_dir: Path) -> tuple[int, int]:
+    """(questions, of them the same answer and the same calls) of a check run against the reference."""
+    (check,) = load_runs([check_dir])
+    base = {str(r["id"]): r for r in reference["records"]}
+
+    def calls(record: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(s["tool"], json.dumps(s["arguments"], sort_keys=True)) for s in record["trajectory"]]
+
+    same = sum(
+        1
+        for r in check["records"]
+        if r["prediction"] == base[str(r["id"])]["prediction"] and calls(r) == calls(base[str(r["id"])])
+    )
+    return len(check["records"]), same
+
+
+def run_ablation(
+    reference_dir: Path, out: Path, options: list[str], only: list[str] | None = None, check: int = 0
+) -> int:
     (reference,) = load_runs([reference_dir])
     config = json.loads((reference_dir / "config.json").read_text(encoding="utf-8"))
     policies = config["settings"]["protocol"].get("policies") or []
+    policies = [p for p in only if p in policies] if only else policies
     out.mkdir(parents=True, exist_ok=True)
     for policy in policies:
         ids = acted_ids(reference, policy)
@@ -50,13 +80,14 @@ def run_ablation(reference_dir: Path, out: Path, options: list[str]) -> int:
         print(f"{policy}: acted on {len(ids)} of {len(reference['records'])} questions", flush=True)
         if not ids:
             continue  # the bundle's own records are this run's
-        ids_file = out / f"{name}.ids.json"
-        ids_file.write_text(json.dumps(ids), encoding="utf-8")
-        command = ["arag", "eval", "run", *options, "--policy", f"-{policy}", "--ids-file", str(ids_file)]
-        result = subprocess.run([*command, "--out", str(out / name)], stdout=subprocess.DEVNULL, check=False)
-        if result.returncode != 0:
-            print(f"{policy}: arag eval run failed ({result.returncode})", file=sys.stderr)
-            return result.returncode
+        if code := run_minus(out, name, policy, ids, options):
+            return code
+        others = [str(r["id"]) for r in reference["records"] if str(r["id"]) not in set(ids)][:check]
+        if others:  # the premise: where the policy did not act, the run without it is the bundle's own
+            if code := run_minus(out, f"check-{name}", policy, others, options):
+                return code
+            questions, same = same_runs(reference, out / f"check-{name}")
+            print(f"{policy}: {same} of {questions} questions where it did not act ran the same without it")
     return 0
 
 
@@ -95,9 +126,10 @@ def row(name: str, dataset: str, records: list[dict[str, Any]], ran: int, base: 
     return "| " + " | ".join(cells) + " |"
 
 
-def table(reference_dirs: list[Path], run_dirs: list[Path]) -> int:
-    references = {r["dataset"]: r for r in load_runs(reference_dirs)}
-    runs = load_runs(run_dirs) if run_dirs else []
+def table(reference_dirs: list[Path], run_dirs: list[Path], key_terms: Path | None = None) -> int:
+    terms = KeyTerms.load(key_terms) if key_terms else None
+    references = {r["dataset"]: r for r in load_runs(reference_dirs, terms)}
+    runs = load_runs(run_dirs, terms) if run_dirs else []
     head = ["run", "dataset", "questions run / in all", "accuracy % [95 %]", "− bundle (points)", "own answers"]
     head += ["stalled", "p50 s"]
     print("| " + " | ".join(head) + " |")
@@ -116,15 +148,20 @@ def main() -> int:
     run = commands.add_parser("run", help="run the bundle minus each policy where it acted")
     run.add_argument("reference", type=Path, help="the bundle's run directory")
     run.add_argument("--out", type=Path, required=True, help="where the ablation runs go")
+    run.add_argument("--policies", nargs="+", help="only these of the bundle's policies, in this order")
+    run.add_argument(
+        "--check", type=int, default=0, help="also run this many questions where the policy did not act (the premise)"
+    )
     run.add_argument("options", nargs=argparse.REMAINDER, help="-- and the bundle run's arag eval run options")
     show = commands.add_parser("table", help="print the ablation table")
     show.add_argument("references", nargs="+", type=Path, help="the bundle's run directory on each dataset")
     show.add_argument("--runs", nargs="*", type=Path, default=[], help="ablation run directories")
+    show.add_argument("--key-terms", type=Path, help="(re)score every answer by these key terms")
     args = parser.parse_args()
     if args.command == "run":
         options = args.options[1:] if args.options[:1] == ["--"] else args.options
-        return run_ablation(args.reference, args.out, options)
-    return table(args.references, args.runs)
+        return run_ablation(args.reference, args.out, options, args.policies, args.check)
+    return table(args.references, args.runs, args.key_terms)
 
 
 if __name__ == "__main__":

@@ -288,3 +288,20 @@ def test_search_first_leaves_the_first_action_free_after_the_loops_own_search(hi
     run.harness_call(ToolCall("semantic_search", {"query": "Hucbert"}))
     spec = spec_after(run, policies)
     assert spec.tools == list(TOOL_NAMES) and spec.answer and "search_first" not in run.acted
+
+
+def test_titles_named_in_a_question_are_whole_words_of_document_titles(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from arag.indexing import build_index
+    from conftest import fake_settings
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("Blue Lake (film).md", "Ana Ruiz.txt", "ok.md", "release notes 2.0.md"):
+        (folder / name).write_text(f"{name} is a note. It has two sentences.", encoding="utf-8")
+    build_index([folder], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    assert index.titles_named_in("Who directed BLUE LAKE?") == ["blue lake"]  # "(film)" and ".md" aside
+    assert index.titles_named_in("Where was Ana Ruiz's father born?") == ["ana ruiz"]  # a possessive
+    assert index.titles_named_in("What is in the release notes 2.0?") == ["release notes 2 0"]
+    assert index.titles_named_in("Is Blue Lakes a film?") == []  # whole words only
+    assert index.titles_named_in("Is it ok?") == []  # a title under 3 characters names nothing

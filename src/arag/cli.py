@@ -705,7 +705,8 @@ def _run_one(
         "embedded_model": embedded,
         "judge_model": judge_model.model if judge_model else None,
         "settings": {
-            "agent": settings.agent.model_dump(mode="json"),
+            # Direct and Naive RAG run no agent: its settings are not part of their identity
+            "agent": settings.agent.model_dump(mode="json") if method_impl.tool_names else None,
             "index": settings.index.model_dump(mode="json", exclude={"threads"}),
             "naive_top_k": naive_top_k,
             "protocol": protocol,
