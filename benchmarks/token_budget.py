@@ -50,7 +50,7 @@ def flat_actions(run: Path) -> bool:
     recorded = settings.get("protocol", {}).get("actions")
     if recorded is not None:
         return str(recorded).startswith("flat")
-    return "action_notes" in settings.get("agent", {})
+    return "action_notes" in (settings.get("agent") or {})
 
 
 def main() -> None:

@@ -344,7 +344,7 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         "method": config.get("method"),
         "dataset": config.get("dataset"),
         "model": config.get("model"),
-        "max_steps": (config.get("settings") or {}).get("agent", {}).get("max_steps"),
+        "max_steps": ((config.get("settings") or {}).get("agent") or {}).get("max_steps"),
         "judge_model": config.get("judge_model"),
         "questions": len(records),
         "contain_acc": _mean([r["contain_acc"] for r in records]),
