@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.eval.metrics import KeyTerms
-from arag.eval.report import load_runs
+from arag.eval.runs import load_runs
 from arag.eval.stats import accuracy, paired_difference
 
 

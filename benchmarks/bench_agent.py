@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from arag.agent import Agent
+from arag.corpus.build import build_index
 from arag.index import Index
-from arag.indexing import build_index
-from arag.llm import ChatModel, ChatTurn, Usage
+from arag.models.endpoint import ChatModel, ChatTurn, Usage
 from arag.settings import AgentSettings, IndexSettings, LLMSettings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "a-rag-docs"
@@ -102,7 +102,7 @@ def main() -> None:
 
     if not args.local:
         return
-    from arag.runtime import chat_model
+    from arag.models.choice import chat_model
     from arag.settings import Settings
 
     local, _ = chat_model(Settings())

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from arag.chunking import split_sentences
-from arag.embedding import load_embedder
+from arag.corpus.chunking import split_sentences
+from arag.embedding.embedders import load_embedder
 
 
 def sample_sentences(chunks_file: Path, n: int, seed: int = 0) -> list[str]:

@@ -21,13 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from arag.embedding import load_embedder
+from arag.corpus.build import build_index
+from arag.embedding.embedders import load_embedder
 from arag.eval.runner import question_entities
 from arag.index import Index
-from arag.indexing import build_index
 from arag.settings import IndexSettings
-from arag.store import FORMAT_VERSION, DocumentRecord, ivf
-from arag.store.embedded import EmbeddedStore, GenerationWriter
+from arag.store import FORMAT_VERSION, DocumentRecord
+from arag.store.embedded import ivf
+from arag.store.embedded.store import EmbeddedStore, GenerationWriter
 
 
 def pct(values: list[float], q: float) -> float:

@@ -22,7 +22,7 @@ from arag.agent import Agent
 from arag.eval.datasets import load_dataset
 from arag.eval.report import processed_tokens
 from arag.eval.runner import index_for, select_questions
-from arag.runtime import chat_model
+from arag.models.choice import chat_model
 from arag.settings import LLMSettings, Settings
 from bench_index import print_table  # the sibling script: same tables
 

@@ -26,14 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from arag import __version__, pgserver
+from arag import __version__
+from arag.corpus.build import build_index
 from arag.eval.runner import question_entities
 from arag.index import Index
-from arag.indexing import build_index
 from arag.settings import IndexSettings
 from arag.store import FORMAT_VERSION, DocumentRecord, Manifest
-from arag.store.embedded import EmbeddedStore, GenerationWriter
-from arag.store.postgres import PendingDocument, PgStore, PgWriter
+from arag.store.base import PendingDocument, PreparedChunk
+from arag.store.embedded.store import EmbeddedStore, GenerationWriter
+from arag.store.postgres import server as pgserver
+from arag.store.postgres.store import PG_BATCH_SENTENCES, PgStore, PgWriter
 from bench_index import pct, print_table  # the sibling script: same figures, same tables
 
 QUERY_K = 5
@@ -105,27 +107,23 @@ class Copy:
         writer = PgWriter(url, rebuild=True)
         try:
             with writer.errors():
-                writer.begin("f32", self.vectors.shape[1], True, shards or None)
+                writer.create("f32", self.vectors.shape[1], True, shards or None)
                 started = time.perf_counter()
-                batch: list[PendingDocument] = []
+                batch: list[tuple[int, PendingDocument]] = []
                 for seq, (record, chunks, rows) in enumerate(self.documents):
-                    batch.append(
-                        PendingDocument(
-                            record,
-                            seq,
-                            chunks,
-                            self.hashes[rows.start : rows.stop],
-                            self.vectors[rows.start : rows.stop],
-                        )
+                    prepared = [PreparedChunk(cid, i, text, n, spans) for i, (cid, text, n, spans) in enumerate(chunks)]
+                    pending = PendingDocument(
+                        record, prepared, self.hashes[rows.start : rows.stop], self.vectors[rows.start : rows.stop]
                     )
-                    if sum(len(d.hashes) for d in batch) >= 8192:
-                        writer.write(batch)
+                    batch.append((seq, pending))
+                    if sum(len(d.hashes) for _seq, d in batch) >= PG_BATCH_SENTENCES:
+                        writer.write_rows(batch)
                         batch = []
                 if batch:
-                    writer.write(batch)
+                    writer.write_rows(batch)
                 written = time.perf_counter() - started
                 started = time.perf_counter()
-                writer.commit(manifest)
+                writer.commit_manifest(manifest)
                 return written, time.perf_counter() - started
         finally:
             writer.close()

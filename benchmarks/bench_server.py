@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the scripted model server the tests u
 
 from arag.agent import Agent  # noqa: E402
 from arag.index import Index  # noqa: E402
-from arag.llm import ChatModel  # noqa: E402
-from arag.server import create_app  # noqa: E402
+from arag.models.endpoint import ChatModel  # noqa: E402
+from arag.serve.http import create_app  # noqa: E402
 from arag.settings import AgentSettings, IndexSettings, LLMSettings, ServerSettings, Settings  # noqa: E402
-from arag.store.embedded import EmbeddedStore  # noqa: E402
+from arag.store.embedded.store import EmbeddedStore  # noqa: E402
 from scripted_server import ScriptedServer, completion  # noqa: E402
 from test_server import LiveServer  # noqa: E402
 
@@ -38,7 +38,7 @@ QUERIES = ["who directed the film", "where was he born", "the mother of the king
 
 def open_index(dataset: Path | None) -> Index:
     if dataset is None:
-        from arag.indexing import build_index
+        from arag.corpus.build import build_index
 
         path = Path("/tmp/arag-bench-server-sample")
         build_index([ROOT / "samples" / "a-rag-docs"], path, IndexSettings(threads=1), rebuild=True)

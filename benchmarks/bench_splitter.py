@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arag.chunking import split_sentences
+from arag.corpus.chunking import split_sentences
 
 
 def pysbd_boundaries(segmenter: Any, text: str) -> set[int]:

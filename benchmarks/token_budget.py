@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from arag.eval.report import model_calls_of, processed_tokens
-from arag.local_llm import LocalServer, resolve_model
+from arag.models.local import LocalServer, resolve_model
 from bench_index import print_table  # the sibling script: same tables
 
 

@@ -37,5 +37,5 @@ pip_install -c requirements.lock -e ".${extras:+[$extras]}"
 echo "a-rag installed in .venv (extras: ${extras:-none})"
 # Build (and cache, sha256-checked) the default embedder's graphs now, so the first index or query loads in
 # well under a second instead of ~2 s.
-python -c "from arag.embedding import load_embedder; load_embedder('minilm', threads=1)"
+python -c "from arag.embedding.embedders import load_embedder; load_embedder('minilm', threads=1)"
 echo "default embedder ready"

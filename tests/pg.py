@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from arag import pgserver
+from arag.store.postgres import server as pgserver
 
 
 class PgNode:

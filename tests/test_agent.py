@@ -17,9 +17,9 @@ from arag.agent.policies.short_answer import CAP_MARGIN, whole_sentences
 from arag.agent.prompts import READ_INSTEAD
 from arag.errors import ConfigError
 from arag.index import Index
-from arag.llm import ChatModel
+from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
-from arag.tools import Toolkit
+from arag.tools.toolkit import Toolkit
 from conftest import FIXTURES
 from scripted_server import ScriptedServer, completion, tool_call
 
@@ -227,7 +227,7 @@ def test_constrained_actions_send_the_schema(hippo_index: Index, server: Scripte
 
 
 def test_ask_cli_json(tmp_path: Path, server: ScriptedServer) -> None:
-    from arag.indexing import build_index
+    from arag.corpus.build import build_index
     from conftest import fake_settings
 
     build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "idx", fake_settings())
@@ -264,7 +264,7 @@ def test_ask_cli_json(tmp_path: Path, server: ScriptedServer) -> None:
 
 
 def test_ask_without_model_gives_setup_message(tmp_path: Path) -> None:
-    from arag.indexing import build_index
+    from arag.corpus.build import build_index
     from conftest import fake_settings
 
     build_index([FIXTURES / "guide.md"], tmp_path / "idx", fake_settings())
@@ -759,7 +759,7 @@ def test_compact_actions_with_notes_must_state_what_was_found(hippo_index: Index
 def brute_force_focus(index: Index, chunk_id: str, question: str, budget: int) -> list[str]:
     """The focused read's sentences by its definition: the first, then by cosine with the question while the
     token budget allows, in document order."""
-    from arag.chunking import count_tokens
+    from arag.corpus.chunking import count_tokens
 
     record = index.read([chunk_id])[0][0]
     sentences = index.sentences(record)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import arag
-from arag.llm import ChatModel
+from arag.models.endpoint import ChatModel
 from arag.settings import LLMSettings, Settings
 from conftest import FIXTURES, fake_settings
 from scripted_server import ScriptedServer, completion, tool_call
@@ -22,7 +22,7 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def test_the_documented_api(tmp_path: Path, server: ScriptedServer) -> None:
-    from arag.indexing import build_index
+    from arag.corpus.build import build_index
 
     build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "idx", fake_settings())
     settings = Settings(llm=LLMSettings(base_url=server.base_url, model="gpt-4o-mini", api_key="k"))
@@ -30,7 +30,7 @@ def test_the_documented_api(tmp_path: Path, server: ScriptedServer) -> None:
     assert index.keyword_search(["Waldrada"], top_k=1)[0].chunk_id == "Waldrada#0"
     records, missing = index.read(["Waldrada#0", "nope"])
     assert [r.chunk_id for r in records] == ["Waldrada#0"] and missing == ["nope"]
-    session = arag.Session(index)
+    session = arag.Toolkit(index)
     assert "Waldrada" in session.call("chunk_read", {"chunk_ids": ["Waldrada#0"]}).observation
     assert "already read" in session.call("chunk_read", {"chunk_ids": ["Waldrada#0"]}).observation
 

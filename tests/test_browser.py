@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from arag.corpus.build import build_index
 from arag.index import Index
-from arag.indexing import build_index
 from conftest import FIXTURES, fake_settings
 from scripted_server import ScriptedServer, completion, tool_call
 from test_server import LiveServer, serve

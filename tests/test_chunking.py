@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arag.chunking import chunk_document, count_tokens, split_sentences
+from arag.corpus.chunking import chunk_document, count_tokens, split_sentences
 
 
 def sentences(text: str) -> list[str]:

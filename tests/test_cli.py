@@ -62,7 +62,7 @@ def test_version_and_every_option_has_help_and_default() -> None:
     import typer.main
 
     from arag import __version__
-    from arag.cli import app
+    from arag.serve.cli import app
 
     version = arag("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"a-rag {__version__}"
@@ -147,7 +147,7 @@ def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: P
     (run / "summary.json").write_text(json.dumps(summary))
     code = (
         "import sys; sys.modules['matplotlib'] = None; sys.argv = ['arag', *sys.argv[1:]]; "
-        "from arag.cli import main; main()"
+        "from arag.serve.cli import main; main()"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, "eval", "report", str(run), "--out", str(tmp_path / "report")],
@@ -162,7 +162,7 @@ def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: P
 def test_a_read_in_place_of_a_repeated_call_is_labelled(capsys: pytest.CaptureFixture[str]) -> None:
     from arag.agent import Step
     from arag.agent.prompts import READ_INSTEAD, REPEATED
-    from arag.cli import _show_step
+    from arag.serve.cli import _show_step
 
     observation = f"{READ_INSTEAD}here is the best hit you have not read yet:\nx"
     read = Step(

@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arag.embedding import FakeEmbedder, OpenAIEmbedder, load_embedder
+from arag.corpus.build import build_index
+from arag.embedding.embedders import FakeEmbedder, OpenAIEmbedder, load_embedder
 from arag.errors import EmbedderError
 from arag.index import Index
-from arag.indexing import build_index
 from arag.settings import IndexSettings
 from conftest import FIXTURES
 from scripted_server import ScriptedServer
@@ -52,7 +52,7 @@ def test_unknown_embedder_and_mismatched_query_embedder(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_default_minilm_offline_and_verified() -> None:
     embedder = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=2)
-    from arag.bert_int8 import RECIPE
+    from arag.embedding.bert_int8 import RECIPE
 
     assert embedder.dims == 384 and embedder.fingerprint.endswith(f"+{RECIPE}")
     vectors = embedder.embed_documents(
@@ -67,7 +67,7 @@ def test_default_minilm_offline_and_verified() -> None:
 def test_built_encoder_is_cached_verified_and_rebuilt_when_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arag import bert_int8
+    from arag.embedding import bert_int8
 
     monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path / "cache"))
     first = load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?")

@@ -459,7 +459,7 @@ def test_authors_protocol_prompts_and_tool_names_are_used_and_recorded(tmp_path:
 
 def test_llama_cpp_timings_are_kept_per_call_and_reported_as_the_machine_speed() -> None:
     from arag.eval.report import _token_speed
-    from arag.llm import parse_completion
+    from arag.models.endpoint import parse_completion
 
     body = {
         "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arag.embedding import FakeEmbedder
+from arag.corpus.build import build_index
+from arag.embedding.embedders import FakeEmbedder
 from arag.index import Index
-from arag.indexing import build_index
-from arag.store.embedded import dequantize, quantize
+from arag.store.embedded.store import dequantize, quantize
 from conftest import FIXTURES, fake_settings
 
 
@@ -208,7 +208,7 @@ def _clustered_store(tmp_path: Path, dtype: str, n_chunks: int = 400, per_chunk:
     """An ann index of synthetic sentence vectors around 40 topics (what real embeddings look like), written
     through the store's own writer, so the IVF has many lists to choose from."""
     from arag.store import DocumentRecord
-    from arag.store.embedded import GenerationWriter
+    from arag.store.embedded.store import GenerationWriter
 
     rng = np.random.default_rng(7)
     topics = rng.normal(0, 1, (40, 48))
@@ -234,7 +234,7 @@ def _clustered_store(tmp_path: Path, dtype: str, n_chunks: int = 400, per_chunk:
 
 @pytest.mark.parametrize("dtype", ["f32", "i8"])
 def test_inverted_file_probes_lists_and_scores_exactly(tmp_path: Path, dtype: str) -> None:
-    from arag.store import ivf
+    from arag.store.embedded import ivf
 
     path, vectors = _clustered_store(tmp_path, dtype)
     lists = ivf.list_count(len(vectors))
@@ -273,7 +273,8 @@ def test_ivf_build_and_onnx_embedder_share_a_process() -> None:
 
     for first, second in (("faiss", "onnxruntime"), ("onnxruntime", "faiss")):
         code = (
-            f"import {first}, {second}, numpy; from arag.store import ivf; from arag.embedding import load_embedder; "
+            f"import {first}, {second}, numpy; from arag.store.embedded import ivf; "
+            "from arag.embedding import load_embedder; "
             "vectors = numpy.random.default_rng(0).normal(0, 1, (4000, 32)).astype('float32'); "
             "centroids, order, offsets = ivf.build(vectors, threads=2); assert len(centroids) > 1; "
             "load_embedder('minilm', threads=1).embed_query('still alive?'); print('alive')"

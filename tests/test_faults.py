@@ -19,9 +19,9 @@ from arag.agent import STOP_REASONS, Agent
 from arag.agent.actions import json_object
 from arag.errors import InputError, LLMError
 from arag.index import Index
-from arag.llm import ChatModel, parse_completion
+from arag.models.endpoint import ChatModel, parse_completion
 from arag.settings import AgentSettings, LLMSettings
-from arag.tools import TOOL_NAMES, Toolkit
+from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from conftest import FUZZ_SCALE
 from scripted_server import Drip, Hang, Raw, ScriptedServer, completion
 
@@ -354,7 +354,7 @@ file_bodies = (
 @settings(max_examples=300 * FUZZ_SCALE, deadline=None)
 @given(body=file_bodies, suffix=st.sampled_from([".txt", ".md", ".html", ".pdf", ".json", ".jsonl", ".csv"]))
 def test_any_input_file_is_read_or_reported(tmp_path_factory: pytest.TempPathFactory, body: bytes, suffix: str) -> None:
-    from arag.corpus import Problem, iter_sources
+    from arag.corpus.readers import Problem, iter_sources
 
     path = tmp_path_factory.mktemp("file") / f"input{suffix}"
     path.write_bytes(body)

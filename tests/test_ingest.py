@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from arag.corpus import read_source
+from arag.corpus.build import build_index
+from arag.corpus.readers import read_source
 from arag.errors import IngestError
 from arag.index import Index
-from arag.indexing import build_index
 from conftest import FIXTURES, fake_settings
 
 
@@ -97,7 +97,7 @@ def test_folder_reports_problems_and_indexes_the_rest(tmp_path: Path) -> None:
 
 class CountingEmbedder:
     def __init__(self) -> None:
-        from arag.embedding import FakeEmbedder
+        from arag.embedding.embedders import FakeEmbedder
 
         self.inner = FakeEmbedder()
         self.name, self.dims, self.fingerprint = "fake", 64, self.inner.fingerprint
@@ -152,8 +152,8 @@ def test_incompatible_settings_need_rebuild(tmp_path: Path) -> None:
 SLOW_INDEXER = """
 import sys, time
 from pathlib import Path
-from arag.embedding import FakeEmbedder
-from arag.indexing import build_index
+from arag.embedding.embedders import FakeEmbedder
+from arag.corpus.build import build_index
 from arag.settings import IndexSettings
 
 class Slow(FakeEmbedder):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from arag import local_llm
 from arag.errors import ConfigError
-from arag.local_llm import GGUFModel, resolve_model
+from arag.models import local as local_llm
+from arag.models.local import GGUFModel, resolve_model
 
 
 def make_parts(root: Path, prefix: str, chunks: list[bytes]) -> None:

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from arag import __version__
+from arag.corpus.build import build_index
 from arag.index import Index
-from arag.indexing import build_index
-from arag.tools import Toolkit
+from arag.tools.toolkit import Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from test_faults import json_values
 

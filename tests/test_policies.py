@@ -13,7 +13,7 @@ from arag.agent.policies.grounded_answer import mend_citations, says_nothing
 from arag.agent.profiles import load_profile
 from arag.agent.prompts import READ_INSTEAD
 from arag.index import Index
-from arag.tools import TOOL_NAMES, ToolResult
+from arag.tools.toolkit import TOOL_NAMES, ToolResult
 from conftest import fake_run, guarded_call
 
 
@@ -291,7 +291,7 @@ def test_search_first_leaves_the_first_action_free_after_the_loops_own_search(hi
 
 
 def test_titles_named_in_a_question_are_whole_words_of_document_titles(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from arag.indexing import build_index
+    from arag.corpus.build import build_index
     from conftest import fake_settings
 
     folder = tmp_path / "notes"

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arag.corpus.build import build_index
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, StoreError
 from arag.index import Index
-from arag.indexing import build_index
-from arag.store.postgres import PgStore
+from arag.store.postgres.store import PgStore
 from arag.tools import ResultView, Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from pg import PgNode, with_params
@@ -258,7 +258,7 @@ def test_cli_commands_print_the_same_results(locations: dict[str, str]) -> None:
 def test_http_api_serves_the_same_answers(indexes: dict[str, Index]) -> None:
     from fastapi.testclient import TestClient
 
-    from arag.server import create_app
+    from arag.serve.http import create_app
     from arag.settings import Settings
 
     def answers(index: Index) -> list[Any]:
@@ -398,7 +398,7 @@ def test_addressing_errors_are_clear(nodes: list[PgNode], tmp_path: Path) -> Non
 
 
 def test_a_second_writer_is_refused_while_one_writes(nodes: list[PgNode]) -> None:
-    from arag.store.postgres import PgWriter
+    from arag.store.postgres.store import PgWriter
 
     location = nodes[0].database("single", index="locked")
     first = PgWriter(location)
@@ -518,7 +518,7 @@ def test_server_restart_gives_one_clear_error_then_reconnects(tmp_path: Path) ->
         build_index([FIXTURES / "hipporag_corpus.json"], location, fake_settings(), rebuild=True)
         index = Index.open(location, threads=1)
         expected = [h.to_dict() for h in index.keyword_search(["Lothair"], 3)]
-        from arag import pgserver
+        from arag.store.postgres import server as pgserver
 
         pgserver.stop(node.data)
         with pytest.raises(StoreError, match=r"PostgreSQL at .* (unavailable|cannot connect|did not answer)"):

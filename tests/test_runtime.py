@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from arag import local_llm, runtime
+from arag.models import choice as runtime
+from arag.models import local as local_llm
 from arag.settings import LLMSettings, Settings
 
 

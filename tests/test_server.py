@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arag.agent import Agent
+from arag.corpus.build import build_index
 from arag.index import Index
-from arag.indexing import build_index
-from arag.llm import ChatModel
-from arag.server import create_app
+from arag.models.endpoint import ChatModel
+from arag.serve.http import create_app
 from arag.settings import AgentSettings, LLMSettings, ServerSettings, Settings
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from scripted_server import Hang, ScriptedServer, completion, tool_call
@@ -219,7 +219,7 @@ def test_token_is_checked_everywhere(index: Index, llm: ScriptedServer) -> None:
 
 def test_binding_beyond_loopback_requires_a_token(index: Index) -> None:
     from arag.errors import ConfigError
-    from arag.server import serve as run_server
+    from arag.serve.http import serve as run_server
 
     with pytest.raises(ConfigError, match="set a token"):
         run_server(index, Settings(server=ServerSettings(host="0.0.0.0")))

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from arag.corpus.build import build_index
 from arag.errors import IndexFormatError
 from arag.index import Index
-from arag.indexing import build_index
-from arag.store.embedded import MANIFEST
+from arag.store.embedded.store import MANIFEST
 from conftest import FIXTURES, fake_settings
 
 

@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arag.chunking import count_tokens
+from arag.corpus.build import build_index
+from arag.corpus.chunking import count_tokens
 from arag.index import Index
-from arag.indexing import build_index
-from arag.tools import MAX_TOP_K, ResultView, Toolkit, tool_schema
+from arag.tools.arguments import tool_schema
+from arag.tools.toolkit import MAX_TOP_K, Toolkit
+from arag.tools.view import ResultView
 from conftest import FIXTURES, fake_run, fake_settings, guarded_call
 
 

@@ -1,10 +1,11 @@
 """A-RAG: agentic retrieval-augmented generation with hierarchical retrieval interfaces."""
 
 from arag.agent import Agent, AgentResult
-from arag.api import Session, ask, make_agent, open_index, stream
+from arag.api import ask, make_agent, open_index, stream
 from arag.errors import ARagError
 from arag.index import Index, SearchHit
 from arag.settings import Settings, load_settings
+from arag.tools import Toolkit
 
 __all__ = [
     "ARagError",
@@ -12,8 +13,8 @@ __all__ = [
     "AgentResult",
     "Index",
     "SearchHit",
-    "Session",
     "Settings",
+    "Toolkit",
     "ask",
     "load_settings",
     "make_agent",

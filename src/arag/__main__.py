@@ -1,3 +1,3 @@
-from arag.cli import main
+from arag.serve.cli import main
 
 main()

@@ -6,8 +6,8 @@
     hits = index.keyword_search(["Lothair II"], top_k=5)     # the three tools, as data
     hits = index.semantic_search("who was his mother", top_k=5)
     records, missing = index.read(["notes.md#0"])
-    session = arag.Session(index)                            # the tools as the model sees them (one tracker)
-    print(session.call("chunk_read", {"chunk_ids": ["notes.md#0"]}).observation)
+    toolkit = arag.Toolkit(index)                            # the tools as the model sees them (one tracker)
+    print(toolkit.call("chunk_read", {"chunk_ids": ["notes.md#0"]}).observation)
     result = arag.ask(index, "When did Lothair II's mother die?")   # an AgentResult
     for event in arag.stream(index, "When did Lothair II's mother die?"):
         print(event["type"], event)                           # "step" events as they happen, then "result"
@@ -27,9 +27,8 @@ from typing import Any
 
 from arag.agent import Agent, AgentResult, Step, check_question
 from arag.index import Index
-from arag.llm import ChatModel
+from arag.models.endpoint import ChatModel
 from arag.settings import Settings, load_settings
-from arag.tools import Toolkit
 
 
 def open_index(path: str | Path, settings: Settings | None = None) -> Index:
@@ -38,15 +37,11 @@ def open_index(path: str | Path, settings: Settings | None = None) -> Index:
     return Index.open_with(path, (settings or load_settings()).index)
 
 
-# the three tools over a shared index, with their own context tracker: one per conversation
-Session = Toolkit
-
-
 def make_agent(
     index: Index, settings: Settings | None = None, model: ChatModel | None = None, local_model: str | None = None
 ) -> Agent:
     """An agent over ``index`` with the configured model (or ``model``)."""
-    from arag.runtime import chat_model
+    from arag.models.choice import chat_model
 
     settings = settings or load_settings()
     if model is None:

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from arag.corpus import never_stored, storable
-from arag.embedding import Embedder, load_embedder
+from arag.corpus.readers import never_stored, storable
+from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import EmbedderError
 from arag.settings import IndexSettings
-from arag.store import ChunkRecord, Store, ivf, open_store
+from arag.store import ChunkRecord, Store, open_store
+from arag.store.embedded import ivf
 
 SEMANTIC_SNIPPETS = 3
 
@@ -68,21 +69,18 @@ class Index:
         ef_search: int | None = None,
         statement_timeout_s: float | None = None,
     ) -> Index:
-        """Open an index directory or a ``postgresql://…?index=NAME`` URL (see :func:`arag.store.open_store`)."""
-        store = open_store(location, threads, probes, ef_search, statement_timeout_s)
-        return cls(store, embedder, threads)
+        """Open an index directory or a ``postgresql://…?index=NAME`` URL (see :func:`arag.store.open_store`), with
+        these search-time settings (the others: their defaults)."""
+        searching: dict[str, float | None] = {"threads": threads, "ann_probes": probes, "hnsw_ef_search": ef_search}
+        searching["pg_statement_timeout_s"] = statement_timeout_s
+        settings = IndexSettings(**{k: v for k, v in searching.items() if v is not None})
+        return cls.open_with(location, settings, embedder)
 
     @classmethod
     def open_with(cls, location: str | Path, settings: IndexSettings, embedder: Embedder | None = None) -> Index:
-        """Open with the search-time settings: threads, IVF probes, HNSW ef_search, statement timeout."""
-        return cls.open(
-            location,
-            embedder,
-            settings.threads,
-            settings.ann_probes,
-            settings.hnsw_ef_search,
-            settings.pg_statement_timeout_s,
-        )
+        """Open with the search-time settings of ``settings``: threads, IVF probes, HNSW ef_search, statement
+        timeout."""
+        return cls(open_store(location, settings), embedder, settings.threads)
 
     @property
     def manifest(self):

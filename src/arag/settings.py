@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -29,9 +29,11 @@ class ChunkerSettings(BaseModel):
 
 
 class IndexSettings(BaseModel):
-    """Everything that decides what an index contains; changing any of it means a different index."""
+    """What an index contains (:attr:`BUILT_BY`: changing any of it means a different index), and how it is
+    searched and built (threads, batches, each store's search-time knobs)."""
 
     model_config = ConfigDict(extra="forbid")
+    BUILT_BY: ClassVar[tuple[str, ...]] = ("chunker", "embedder", "vector_dtype", "ann")
 
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings, description="Chunking settings.")
     embedder: str = Field(
@@ -70,6 +72,10 @@ class IndexSettings(BaseModel):
         ge=1,
         description="CPU threads for embedding and vector search.",
     )
+
+    def built_by(self) -> dict[str, Any]:
+        """The settings that decide an index's content, as JSON values (an index's identity)."""
+        return self.model_dump(mode="json", include=set(self.BUILT_BY))
 
 
 class LLMSettings(BaseModel):

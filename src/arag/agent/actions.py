@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from arag.llm import ChatTurn
-from arag.tools import Toolkit
+from arag.models.endpoint import ChatTurn
+from arag.tools.toolkit import Toolkit
 
 # "Yes", "No, both are American [chunk …]": llama.cpp's grammar takes anchored patterns without \b
 YES_NO_PATTERN = r"^(Yes|No)([,.;:]? [^\n]*)?$"

@@ -17,9 +17,9 @@ from arag.agent.questions import check_question
 from arag.agent.state import AgentResult, RunState, Step
 from arag.errors import ConfigError, LLMError, OutputRejected, TimeBudgetExceeded
 from arag.index import Index
-from arag.llm import ChatModel
+from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings
-from arag.tools import Toolkit, ToolResult
+from arag.tools.toolkit import Toolkit, ToolResult
 
 
 class Agent:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from arag.agent.policies import POLICIES, Policy
 from arag.errors import ConfigError
 from arag.settings import AgentSettings, ViewSettings
-from arag.tools import ResultView
+from arag.tools.view import ResultView
 
 PROFILES = ("paper", "compact")
 

@@ -12,9 +12,10 @@ from typing import Any, Literal
 from arag.agent.actions import Action, ToolCall
 from arag.agent.prompts import REPEATED
 from arag.errors import ARagError
-from arag.llm import ChatTurn, Usage
+from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
-from arag.tools import Toolkit, ToolResult, parse_arguments
+from arag.tools.arguments import parse_arguments
+from arag.tools.toolkit import Toolkit, ToolResult
 
 STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "cancelled", "error")
 _CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.errors import ConfigError
-from arag.eval.runner import CONFIG, RESULTS, _read_finished
+from arag.eval.runs import CONFIG, RESULTS, read_results
 
 TAGS = (
     "correct",
@@ -98,7 +98,7 @@ def analyze_run(run_dir: Path, write: bool = True) -> dict[str, Any]:
         except ValueError:
             raise ConfigError(f"{run_dir / CONFIG} is not valid JSON") from None
     method = config.get("method")
-    records = list(_read_finished(results).values())
+    records = list(read_results(results).values())
     tags = [tag_record(r, method) for r in records]
     if write:
         tmp = run_dir / (ANALYSIS + ".tmp")

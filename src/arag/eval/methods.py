@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arag.agent import Agent
-from arag.chunking import count_tokens
+from arag.corpus.chunking import count_tokens
 from arag.index import Index
-from arag.llm import ChatModel, Usage
+from arag.models.endpoint import ChatModel, Usage
 from arag.settings import AgentSettings, ToolName
 
 ALL_TOOLS: list[ToolName] = ["keyword_search", "semantic_search", "chunk_read"]

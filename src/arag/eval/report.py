@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from arag.eval.metrics import KeyTerms
-from arag.eval.runner import SUMMARY
+from arag.eval.runs import load_runs
 
 METHOD_LABELS = {
     "direct": "Direct answer",
@@ -20,37 +19,6 @@ METHOD_LABELS = {
     "arag-no-semantic": "A-RAG w/o semantic_search",
     "arag-no-read": "A-RAG w/o chunk_read",
 }
-
-
-def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[dict[str, Any]]:
-    """Each run's summary and its per-question records. A run still in progress (or stopped) has no
-    summary.json yet: its summary is computed from the results it has, and says so. With ``key_terms``, every
-    answer is (re)scored by them."""
-    from arag.errors import ConfigError
-    from arag.eval.runner import CONFIG, RESULTS, _read_finished, summarize
-
-    runs = []
-    for run_dir in run_dirs:
-        summary_path, results_path, config_path = run_dir / SUMMARY, run_dir / RESULTS, run_dir / CONFIG
-        if not results_path.is_file() and not summary_path.is_file():
-            raise ConfigError(f"{run_dir} has no {SUMMARY} and no {RESULTS} (run 'arag eval run' first)")
-        try:
-            if summary_path.is_file():
-                summary = json.loads(summary_path.read_text(encoding="utf-8"))
-                partial = False
-            else:
-                config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-                summary, partial = summarize(results_path, config), True
-        except ValueError:
-            raise ConfigError(f"{run_dir} holds a summary or config that is not valid JSON") from None
-        records = list(_read_finished(results_path).values())  # none for a summary copied without its results
-        if key_terms is not None:
-            for record in records:
-                record["key_terms_acc"] = key_terms.score(str(record["id"]), str(record.get("prediction") or ""))
-            scored = [r["key_terms_acc"] for r in records if r["key_terms_acc"] is not None]
-            summary["key_terms_acc"] = sum(scored) / len(scored) if scored else None
-        runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
-    return runs
 
 
 def _pct(value: Any) -> str:

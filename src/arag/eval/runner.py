@@ -8,17 +8,16 @@ import json
 import os
 import random
 import re
-import statistics
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError, IndexNotFoundError
-from arag.eval.datasets import Dataset, Question
+from arag.eval.datasets import Dataset, Question, load_dataset
 from arag.eval.methods import Method, MethodOutput
 from arag.eval.metrics import (
     JUDGE_PROMPT,
@@ -30,20 +29,22 @@ from arag.eval.metrics import (
     render_judge_prompt,
     token_f1,
 )
+from arag.eval.runs import CONFIG, RESULTS, SUMMARY, mean_present, read_results, summarize
 from arag.index import Index
-from arag.llm import ChatModel
-from arag.settings import IndexSettings
+from arag.models.endpoint import ChatModel
+from arag.settings import IndexSettings, Settings
 from arag.store import is_database_url
 
-RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
+if TYPE_CHECKING:
+    from arag.corpus.build import StageProgress
 
 
 def index_for(
     dataset: Dataset, settings: IndexSettings, index_dir: str | Path | None = None, progress: Any = None
 ) -> Index:
     """The dataset corpus's index, built once per (corpus file, index settings) and reused afterwards."""
-    from arag.embedding import cache_dir, sha256_file
-    from arag.indexing import build_index
+    from arag.corpus.build import build_index
+    from arag.files import cache_dir, sha256_file
 
     if index_dir is not None and is_database_url(index_dir):
         with contextlib.suppress(IndexNotFoundError):
@@ -57,10 +58,7 @@ def index_for(
             [
                 str(dataset.corpus.resolve()),
                 sha256_file(dataset.corpus),
-                settings.model_dump(
-                    mode="json",
-                    exclude={"threads", "embed_batch_size", "ann_probes", "hnsw_ef_search", "pg_statement_timeout_s"},
-                ),
+                settings.built_by(),
             ]
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
@@ -169,30 +167,6 @@ class GoldChunks:
         return sum(1 for chunks in gold if chunks & seen) / len(gold)
 
 
-def _read_finished(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
-    """Finished results. With ``repair`` (the runner, before it appends), a torn last line (killed mid-write)
-    is cut off so the file stays valid JSON Lines; readers (reports, the run browser) never write, since the
-    last line may be one a live run is still writing."""
-    finished: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return finished
-    data = path.read_bytes()
-    good = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            break
-        finished[str(record["id"])] = record
-        good += len(line)
-    if repair and good != len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(good)
-    return finished
-
-
 def load_judge_prompt(path: Path | None) -> str:
     """The judge prompt template: the packaged one, or a file (e.g. the authors' own, by path)."""
     if path is None:
@@ -233,6 +207,144 @@ def _brief(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass
+class DatasetChoice:
+    """Which dataset a run answers, and which of its questions."""
+
+    path: Path | None
+    corpus: str = "auto"
+    subset: str | None = None
+    corpus_file: Path | None = None
+    questions_file: Path | None = None
+    question_type: str | None = None  # only the questions of this type are sampled from
+    key_terms: Path | None = None  # the key terms that score this dataset's answers (benchmarks/key_terms)
+    ids_file: Path | None = None  # of the questions selected, only these ids
+
+    def load(self) -> Dataset:
+        return load_dataset(self.path, self.corpus, self.subset, self.corpus_file, self.questions_file)
+
+    def questions(
+        self, dataset: Dataset, limit: int | None, seed: int | None, first: int | None = None
+    ) -> list[Question]:
+        """The questions a run answers: sampled (``limit``, ``seed``, the type), the first ``first`` of them, and of
+        those the ones in the ids file."""
+        questions = select_questions(dataset.questions, limit, seed, self.question_type)[:first]
+        if self.ids_file is not None:
+            wanted = read_ids_file(self.ids_file)
+            questions = [q for q in questions if q.id in wanted]
+        return questions
+
+
+def run_method(
+    choice: DatasetChoice,
+    method: str,
+    out_dir: Path,
+    settings: Settings,
+    *,
+    workers: int = 1,
+    limit: int | None = None,
+    seed: int | None = None,
+    first: int | None = None,
+    local_model: str | None = None,
+    judge: bool = False,
+    naive_top_k: int = 5,
+    index_dir: str | None = None,
+    index_progress: StageProgress | None = None,
+    on_start: Callable[[str, int, int], None] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``method`` on the chosen questions into ``out_dir`` (resumed if it holds the same run); returns the
+    summary. ``on_start(label, questions, already answered)`` is called once the index and the models are ready."""
+    from arag.eval.methods import make_method
+    from arag.models.choice import chat_model
+
+    dataset = choice.load()
+    questions = choice.questions(dataset, limit, seed, first)
+    key_terms = KeyTerms.load(choice.key_terms) if choice.key_terms else None
+    judge_prompt = load_judge_prompt(settings.eval.judge_prompt_file)
+    index = index_for(dataset, settings.index, index_dir, progress=index_progress)
+    model, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
+    judge_model = None
+    if judge:
+        judge_model = (
+            chat_model(settings, llm=settings.judge, local_model=local_model)[0]
+            if (settings.judge.model or settings.judge.base_url)
+            else model
+        )
+    method_impl = make_method(method, index, model, settings.agent, None, naive_top_k)  # JSON actions: the agent's call
+    protocol = {
+        "system_prompt_sha256": _sha256_text(method_impl.system_prompt),
+        "system_prompt_file": str(settings.agent.system_prompt_file) if settings.agent.system_prompt_file else None,
+        "judge_prompt_sha256": _sha256_text(judge_prompt) if judge else None,
+        "judge_prompt_file": str(settings.eval.judge_prompt_file) if settings.eval.judge_prompt_file else None,
+        "tool_names": list(method_impl.tool_names),
+        "actions": method_impl.actions,
+        "policies": list(method_impl.policies),
+    }
+    config = {
+        "dataset": dataset.name,
+        "dataset_path": str(choice.path or choice.questions_file),
+        "corpus_file": str(dataset.corpus),
+        "format": dataset.format,
+        "method": method,
+        "model": model.model,
+        "embedded_model": embedded,
+        "judge_model": judge_model.model if judge_model else None,
+        "settings": {
+            # Direct and Naive RAG run no agent: its settings are not part of their identity
+            "agent": settings.agent.model_dump(mode="json") if method_impl.tool_names else None,
+            "index": settings.index.model_dump(mode="json", exclude={"threads"}),
+            "naive_top_k": naive_top_k,
+            "protocol": protocol,
+            # the embedded model's speculative decoding and flash attention change near-tie tokens (rounding), so
+            # they belong to a run's identity: a run directory is not resumed under another setting
+            "lookup_tokens": settings.llm.lookup_tokens if embedded else None,
+            "flash_attention": settings.llm.flash_attention if embedded else None,
+        },
+        "limit": limit,
+        "seed": seed,
+        "first": first,
+        "question_type": choice.question_type,
+        "ids_file": str(choice.ids_file) if choice.ids_file else None,
+        "key_terms": str(choice.key_terms) if choice.key_terms else None,
+        "question_ids": [q.id for q in questions],
+    }
+    check_run_dir(out_dir, config)
+    if on_start is not None:
+        done = read_results(out_dir / RESULTS)
+        on_start(f"{method} on {dataset.name}", len(questions), sum(1 for q in questions if q.id in done))
+    return run_eval(
+        dataset,
+        method_impl,
+        index,
+        out_dir,
+        config,
+        questions,
+        workers,
+        judge_model,
+        on_result,
+        judge_prompt,
+        key_terms,
+    )
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_run_dir(out_dir: Path, config: dict[str, Any]) -> None:
+    """Refuse to resume a run directory that holds a run of another configuration (it would mix two
+    configurations' answers); the message names what differs."""
+    config_path = out_dir / CONFIG
+    if not config_path.exists():
+        return
+    previous = json.loads(config_path.read_text())
+    changed = _differences({k: previous.get(k) for k in _RUN_IDENTITY}, {k: config.get(k) for k in _RUN_IDENTITY})
+    if changed:
+        shown = "; ".join(changed[:3]) + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "")
+        raise ConfigError(f"{out_dir} holds a run with other settings ({shown}); use another --out")
+
+
 def run_eval(
     dataset: Dataset,
     method: Method,
@@ -249,19 +361,13 @@ def run_eval(
     """Answer every question not yet in ``out_dir/results.jsonl``; returns the summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
     config_path = out_dir / CONFIG
-    if config_path.exists():
-        previous = json.loads(config_path.read_text())
-        changed = _differences({k: previous.get(k) for k in _RUN_IDENTITY}, {k: config.get(k) for k in _RUN_IDENTITY})
-        if changed:
-            # a run directory is one configuration: resuming it under another would mix two configurations' answers
-            shown = "; ".join(changed[:3]) + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "")
-            raise ConfigError(f"{out_dir} holds a run with other settings ({shown}); use another --out")
-    else:
+    check_run_dir(out_dir, config)
+    if not config_path.exists():
         tmp = config_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(config, indent=2))
         os.replace(tmp, config_path)
     results_path = out_dir / RESULTS
-    finished = _read_finished(results_path, repair=True)
+    finished = read_results(results_path, repair=True)
     gold = GoldChunks(index, dataset)
     lock = threading.Lock()
     started = time.perf_counter()
@@ -329,50 +435,6 @@ def run_eval(
     return summary
 
 
-def _mean(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
-def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None = None) -> dict[str, Any]:
-    from arag.eval.stats import accuracy
-
-    records = list(_read_finished(results_path).values())
-    costs = [r.get("cost") for r in records]
-    latencies = sorted(float(r["latency_s"]) for r in records if r.get("latency_s") is not None)
-    return {
-        "method": config.get("method"),
-        "dataset": config.get("dataset"),
-        "model": config.get("model"),
-        "max_steps": ((config.get("settings") or {}).get("agent") or {}).get("max_steps"),
-        "judge_model": config.get("judge_model"),
-        "questions": len(records),
-        "contain_acc": _mean([r["contain_acc"] for r in records]),
-        "contain_acc_ci95": accuracy([r["contain_acc"] for r in records]).to_dict() if records else None,
-        "llm_acc_ci95": accuracy([r.get("llm_acc") for r in records]).to_dict()
-        if any(r.get("llm_acc") is not None for r in records)
-        else None,
-        "llm_acc": _mean([r.get("llm_acc") for r in records]),
-        "key_terms_acc": _mean([r.get("key_terms_acc") for r in records]),
-        "key_terms_acc_ci95": accuracy([r.get("key_terms_acc") for r in records]).to_dict()
-        if any(r.get("key_terms_acc") is not None for r in records)
-        else None,
-        "exact_match": _mean([r.get("exact_match") for r in records]),
-        "f1": _mean([r.get("f1") for r in records]),
-        "retrieval_recall": _mean([r.get("retrieval_recall") for r in records]),
-        "read_recall": _mean([r.get("read_recall") for r in records]),
-        "retrieved_tokens": _mean([r["retrieved_tokens"] for r in records]),
-        "steps": _mean([r["steps"] for r in records]),
-        "cost_per_question": _mean(costs) if any(c is not None for c in costs) else None,
-        "answered_rate": _mean([1.0 if r["stop_reason"] == "answered" else 0.0 for r in records]),
-        "stop_reasons": dict(sorted(Counter(str(r["stop_reason"]) for r in records).items())),
-        "errors": sum(1 for r in records if r.get("error")),
-        "latency_s": _mean([r["latency_s"] for r in records]),
-        "latency_p50_s": statistics.median(latencies) if latencies else None,
-        "wall_s_last_session": wall_s,
-    }
-
-
 _QUESTION_WORDS = frozenset(
     ["who", "what", "when", "where", "which", "why", "how", "is", "are", "did", "do", "does", "was", "were"]
 )
@@ -406,7 +468,7 @@ def retrieval_metrics(dataset: Dataset, index: Index, k: int = 5, naive_top_k: i
         "k": k,
         "naive_top_k": naive_top_k,
         **{
-            f"recall@{k}_{name}" if name != "naive_rag" else f"recall@{naive_top_k}_naive_rag": _mean(values)
+            f"recall@{k}_{name}" if name != "naive_rag" else f"recall@{naive_top_k}_naive_rag": mean_present(values)
             for name, values in rows.items()
         },
     }

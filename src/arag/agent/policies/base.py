@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from arag.agent.actions import ActionSpec, ToolCall
 from arag.settings import AgentSettings
-from arag.tools import ToolResult
+from arag.tools.toolkit import ToolResult
 
 if TYPE_CHECKING:
     from arag.agent.state import RunState

@@ -5,7 +5,8 @@ from __future__ import annotations
 from arag.agent.policies.base import Policy, register
 from arag.agent.prompts import CLOSEST_SENTENCE
 from arag.agent.state import RunState
-from arag.tools import ToolResult, shorten
+from arag.tools.toolkit import ToolResult
+from arag.tools.view import shorten
 
 SENTENCE_CHARS = 300
 

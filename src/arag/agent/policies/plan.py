@@ -6,7 +6,7 @@ from arag.agent.actions import ActionSpec, ToolCall
 from arag.agent.policies.base import Hold, Policy, Stands, register
 from arag.agent.prompts import PLAN_NOT_DONE
 from arag.agent.state import RunState
-from arag.tools import ToolResult
+from arag.tools.toolkit import ToolResult
 
 
 @register

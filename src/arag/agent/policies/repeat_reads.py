@@ -7,7 +7,7 @@ from arag.agent.policies.base import Policy, register
 from arag.agent.policies.read_before_answer import HARNESS_READS
 from arag.agent.prompts import READ_INSTEAD
 from arag.agent.state import RunState
-from arag.tools import ToolResult
+from arag.tools.toolkit import ToolResult
 
 
 @register

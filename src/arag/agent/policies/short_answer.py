@@ -9,7 +9,7 @@ from arag.agent.policies.base import Policy, register
 from arag.agent.state import RunState
 
 CAP_MARGIN = 8  # the grammar counts the JSON string, the answer is stripped: a cut one can be a few chars short
-# not arag.chunking.split_sentences: its rule that a one-letter word before a period is an initial would not end
+# not arag.corpus.chunking.split_sentences: its rule that a one-letter word before a period is an initial would not end
 # "She was the wife of Lothair I." there, and regnal numbers are common in answers (2Wiki's royalty questions)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\]")
 

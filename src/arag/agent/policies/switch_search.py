@@ -6,7 +6,7 @@ from arag.agent.actions import ActionSpec, ToolCall
 from arag.agent.policies.base import Policy, register
 from arag.agent.prompts import REPEATED, SWITCH_SEARCH
 from arag.agent.state import RunState
-from arag.tools import ToolResult
+from arag.tools.toolkit import ToolResult
 
 OTHER_SEARCH = {"keyword_search": "semantic_search", "semantic_search": "keyword_search"}
 

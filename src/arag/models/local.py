@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from arag.embedding import cache_dir, sha256_file
 from arag.errors import ConfigError
+from arag.files import cache_dir, sha256_file
 
 
 @dataclass(frozen=True)

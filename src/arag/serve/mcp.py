@@ -21,7 +21,9 @@ from mcp.server.stdio import stdio_server
 
 from arag import __version__
 from arag.index import Index
-from arag.tools import Toolkit, ToolkitSessions, clean_json_value, json_depth, loads_bounded
+from arag.jsonsafe import clean_json_value, json_depth, loads_bounded
+from arag.tools.sessions import ToolkitSessions
+from arag.tools.toolkit import Toolkit
 
 MAX_LINE_CHARS = 4 * 1024 * 1024
 MAX_DEPTH = 32

@@ -34,22 +34,29 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arag.embedding import sha256_file
 from arag.errors import IndexFormatError, IndexNotFoundError
-from arag.store import (
-    FORMAT_VERSION,
+from arag.files import sha256_file
+from arag.store.base import (
     ChunkRecord,
     DocumentRecord,
     FileDigest,
+    KeptDocument,
     Manifest,
+    PendingDocument,
+    PreparedChunk,
     SemanticMatch,
     best_per_chunk,
-    ivf,
+    new_manifest,
     parse_manifest,
 )
+from arag.store.embedded import ivf
+
+if TYPE_CHECKING:
+    from arag.settings import IndexSettings
 
 MANIFEST = "manifest.json"
 WRITER_LOCK = ".writer.lock"
@@ -753,10 +760,6 @@ class GenerationWriter:
         self._counts = counts
 
     def commit(self, embedder: dict[str, object]) -> Manifest:
-        import datetime
-
-        from arag import __version__
-
         target = _generation_dir(self.index_dir, self.generation)
         files: dict[str, FileDigest] = {}
         for file in sorted(self.tmp.iterdir()):
@@ -765,16 +768,13 @@ class GenerationWriter:
             files[f"{target.name}/{file.name}"] = FileDigest(file.stat().st_size, sha256_file(file))
         os.replace(self.tmp, target)
         _fsync_dir(self.index_dir)
-        manifest = Manifest(
-            format_version=FORMAT_VERSION,
-            generation=self.generation,
-            embedder=embedder,
-            chunker=dict(self._manifest_base["chunker"]),  # type: ignore[call-overload]
-            vector_dtype=str(self._manifest_base["vector_dtype"]),
-            ann=bool(self._manifest_base["ann"]),
-            counts=self._counts,
-            created_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            arag_version=__version__,
+        manifest = new_manifest(
+            self.generation,
+            embedder,
+            dict(self._manifest_base["chunker"]),  # type: ignore[call-overload]
+            str(self._manifest_base["vector_dtype"]),
+            bool(self._manifest_base["ann"]),
+            self._counts,
             extra=dict(self._manifest_base.get("extra") or {}),  # type: ignore[call-overload]
             files=files,
         )
@@ -799,6 +799,138 @@ class GenerationWriter:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+
+class EmbeddedWriter:
+    """The embedded store's :class:`~arag.store.base.IndexWriter`: a new generation holding the kept documents
+    (copied from the current one with their vectors) and the written ones; the current generation stays readable
+    until the commit makes the new one current."""
+
+    batch_sentences: int | None = None  # the generation's arrays are written at the end: no use writing in batches
+
+    def __init__(self, index_dir: Path, settings: IndexSettings, rebuild: bool = False) -> None:
+        self.index_dir, self.settings, self.where = Path(index_dir), settings, str(index_dir)
+        self.previous: EmbeddedStore | None = None
+        if not rebuild:
+            with contextlib.suppress(IndexNotFoundError):
+                self.previous = EmbeddedStore(self.index_dir, threads=settings.threads)
+        self.manifest = self.previous.manifest if self.previous is not None else None
+        self._generation: GenerationWriter | None = None
+        self._rows_by_hash: dict[int, int] | None = None
+        self._doc_rows: dict[str, tuple[int, int]] | None = None
+        self._offsets: list[int] = [0]
+        self._spans: list[tuple[int, int]] = []
+        self._hashes: list[np.ndarray] = []
+        self._vectors: list[np.ndarray] = []
+        self._n_documents = 0
+
+    def documents(self) -> list[DocumentRecord]:
+        return self.previous.documents() if self.previous is not None else []
+
+    def begin(self, dims: int) -> None:
+        self.dims = dims
+        manifest_base: dict[str, object] = {
+            "chunker": self.settings.chunker.model_dump(),
+            "vector_dtype": self.settings.vector_dtype,
+            "ann": self.settings.ann,
+        }
+        self._generation = GenerationWriter(self.index_dir, manifest_base)
+
+    def chunk_owners(self, chunk_ids: list[str]) -> dict[str, str]:
+        if self.previous is None:
+            return {}
+        rows = self.previous.rows_for_ids(chunk_ids)
+        records = self.previous.chunks(rows.values())
+        return {chunk_id: records[row].doc_id for chunk_id, row in rows.items()}
+
+    def known_vectors(self, hashes: list[int]) -> dict[int, np.ndarray]:
+        if self.previous is None or not self.previous.n_sentences:
+            return {}
+        if self._rows_by_hash is None:
+            self._rows_by_hash = {int(h): i for i, h in enumerate(self.previous.sentence_hashes().tolist())}
+        found = {int(h): self._rows_by_hash[int(h)] for h in hashes if int(h) in self._rows_by_hash}
+        if not found:
+            return {}
+        rows = np.fromiter(found.values(), dtype=np.int64, count=len(found))
+        vectors = self.previous.sentence_vectors(rows)
+        return dict(zip(found, vectors, strict=True))
+
+    def remove(self, doc_ids: list[str]) -> None:
+        """Nothing to do: a document not written is not in the new generation."""
+
+    def write(self, documents: list[PendingDocument | KeptDocument]) -> int:
+        assert self._generation is not None, "begin() first"
+        copied = 0
+        for document in documents:
+            if isinstance(document, KeptDocument):
+                hashes, vectors, chunks = self._kept(document.record.doc_id)
+                copied += len(hashes)
+            else:
+                hashes, vectors, chunks = document.hashes, document.vectors, document.chunks
+            self._generation.add_document(document.record)
+            self._generation.add_chunks(
+                document.record.doc_id, [(c.chunk_id, c.ordinal, c.text, c.n_tokens) for c in chunks]
+            )
+            for chunk in chunks:
+                self._spans.extend(chunk.spans)
+                self._offsets.append(len(self._spans))
+            self._hashes.append(np.asarray(hashes, dtype=np.uint64))
+            self._vectors.append(np.asarray(vectors, dtype=np.float32).reshape(-1, self.dims))
+            self._n_documents += 1
+        return copied
+
+    def _kept(self, doc_id: str) -> tuple[np.ndarray, np.ndarray, list[PreparedChunk]]:
+        """A stored document's sentence hashes, vectors (float32) and chunks, as the current generation has them."""
+        previous = self.previous
+        assert previous is not None
+        if self._doc_rows is None:
+            self._doc_rows = previous.doc_chunk_rows()
+            self._previous_hashes = previous.sentence_hashes()
+        lo, hi = self._doc_rows.get(doc_id, (0, 0))
+        records = previous.chunks(range(lo, hi))
+        chunks = [
+            PreparedChunk(
+                records[row].chunk_id, i, records[row].text, records[row].n_tokens, previous.sentence_spans(row)
+            )
+            for i, row in enumerate(range(lo, hi))
+        ]
+        offsets = previous.sentence_ranges()
+        rows = np.arange(int(offsets[lo]), int(offsets[hi]), dtype=np.int64) if hi > lo else np.zeros(0, np.int64)
+        hashes = self._previous_hashes[rows]
+        vectors = previous.sentence_vectors(rows) if len(rows) else np.zeros((0, self.dims), np.float32)
+        return hashes, vectors, chunks
+
+    def commit(self, embedder: dict[str, Any]) -> dict[str, int]:
+        assert self._generation is not None, "begin() first"
+        counts = {
+            "documents": self._n_documents,
+            "chunks": len(self._offsets) - 1,
+            "sentences": len(self._spans),
+        }
+        self._generation.finish(
+            np.asarray(self._offsets),
+            np.asarray(self._spans, dtype=np.int32).reshape(-1, 2),
+            np.concatenate(self._hashes) if self._hashes else np.zeros(0, np.uint64),
+            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dims), np.float32),
+            self.settings.vector_dtype,
+            self.settings.ann,
+            self.settings.threads,
+            counts,
+        )
+        if self.previous is not None:
+            self.previous.close()
+            self.previous = None
+        self._generation.commit(embedder)
+        self._generation = None
+        return counts
+
+    def close(self) -> None:
+        if self._generation is not None:
+            self._generation.abort()
+            self._generation = None
+        if self.previous is not None:
+            self.previous.close()
+            self.previous = None
 
 
 def _is_stale(name: str, keep: int, writer: bool) -> bool:

@@ -239,7 +239,7 @@ def parse_completion(body: bytes, label: str = "the model endpoint") -> ChatTurn
     A body that is not a JSON object, or an error object, raises :class:`LLMError`. Odd fields are
     coerced: ``message: null`` → an empty reply, numeric or list ``content`` → text, ``arguments`` that are
     not a string → their JSON text (the tool then tells the model what is wrong with them)."""
-    from arag.tools import clean_json_value, loads_bounded
+    from arag.jsonsafe import clean_json_value, loads_bounded
 
     try:
         data = clean_json_value(loads_bounded(body))

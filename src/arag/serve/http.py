@@ -32,7 +32,9 @@ from arag import __version__
 from arag.errors import ARagError, ConfigError
 from arag.index import Index
 from arag.settings import Settings
-from arag.tools import MAX_KEYWORDS, MAX_QUERY_CHARS, MAX_READ, MAX_TOP_K, ToolkitSessions
+from arag.tools.arguments import MAX_QUERY_CHARS
+from arag.tools.sessions import ToolkitSessions
+from arag.tools.toolkit import MAX_KEYWORDS, MAX_READ, MAX_TOP_K
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)
@@ -113,8 +115,8 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from arag.api import make_agent
-    from arag.mcp_server import build_server, per_session_toolkits
-    from arag.runtime import chat_model
+    from arag.models.choice import chat_model
+    from arag.serve.mcp import build_server, per_session_toolkits
 
     server_settings = settings.server
     mcp_sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(index)), json_response=False)
@@ -285,9 +287,9 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
 
     @app.get("/api/runs/{name}/questions/{question_id}")
     async def run_question(name: str, question_id: str) -> dict[str, Any]:
-        from arag.eval.runner import RESULTS, _read_finished
+        from arag.eval.runs import RESULTS, read_results
 
-        records = await anyio.to_thread.run_sync(_read_finished, run_path(name) / RESULTS)
+        records = await anyio.to_thread.run_sync(read_results, run_path(name) / RESULTS)
         if question_id not in records:
             raise HTTPException(404, f"no question {question_id!r} in run {name!r}")
         return records[question_id]
@@ -301,7 +303,7 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         await mcp_sessions.handle_request(scope, receive, send)
 
     app.mount("/mcp", mcp_endpoint)
-    web = Path(str(resources.files("arag").joinpath(WEB)))
+    web = Path(str(resources.files("arag.serve").joinpath(WEB)))
 
     @app.get("/", include_in_schema=False)
     async def page(token: str | None = None) -> Response:
@@ -363,7 +365,7 @@ def _chunk_dict(index: Index, record: Any) -> dict[str, Any]:
 
 
 def _list_runs(runs_dir: Path) -> list[dict[str, Any]]:
-    from arag.eval.report import load_runs
+    from arag.eval.runs import load_runs
 
     out = []
     for path in sorted(p for p in runs_dir.iterdir() if (p / "results.jsonl").is_file()):
@@ -391,7 +393,7 @@ def _run_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
 
 def _run_detail(path: Path) -> dict[str, Any]:
     from arag.eval.analyze import tag_record
-    from arag.eval.report import load_runs
+    from arag.eval.runs import load_runs
 
     [run] = load_runs([path])
     records = list(run["records"])

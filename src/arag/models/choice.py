@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.errors import ConfigError
-from arag.llm import ChatModel
+from arag.models.endpoint import ChatModel
 from arag.settings import LLMSettings, Settings
 
 _servers: dict[str, Any] = {}  # one embedded server per process and model file
@@ -24,7 +24,7 @@ def chat_model(
         if not llm.model:
             raise ConfigError("ARAG_BASE_URL is set but ARAG_MODEL is not: name the model to use")
         return ChatModel(llm, settings.prices), False
-    from arag.local_llm import LocalServer, local_available, resolve_model
+    from arag.models.local import LocalServer, local_available, resolve_model
 
     if not local_available():
         raise ConfigError(

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,6 +15,9 @@ from rich.markup import escape
 from arag.errors import ARagError, InputError
 from arag.settings import AgentSettings, IndexSettings, LLMSettings, describe
 from arag.store import display_location
+
+if TYPE_CHECKING:
+    from arag.eval.runner import DatasetChoice
 
 # rich_markup_mode=None: usage errors are one plain "Error: ..." line, not a panel hard-wrapped at 80 columns
 app = typer.Typer(
@@ -178,7 +180,7 @@ def index(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from arag.indexing import build_index
+    from arag.corpus.build import build_index
 
     index_overrides: dict[str, Any] = {
         "embedder": embedder,
@@ -341,7 +343,7 @@ def info(
     from dataclasses import asdict
 
     from arag.store import is_database_url
-    from arag.store.embedded import read_manifest
+    from arag.store.embedded.store import read_manifest
 
     if not verify and not is_database_url(index_dir):
         _print_json(asdict(read_manifest(Path(index_dir))))
@@ -516,7 +518,7 @@ def policies(as_json: JsonOpt = False) -> None:
 @app.command()
 def mcp(index_dir: IndexOpt) -> None:
     """Serve the three tools over MCP (stdio)."""
-    from arag.mcp_server import serve
+    from arag.serve.mcp import serve
 
     serve(_open_index(index_dir))  # threads and IVF probes from settings, like the other commands
 
@@ -542,7 +544,7 @@ def serve(
 ) -> None:
     """Serve the HTTP API, the web page (open http://HOST:PORT/) and MCP over HTTP (/mcp)."""
     try:
-        from arag.server import serve as run_server
+        from arag.serve.http import serve as run_server
     except ImportError:
         from arag.errors import MissingExtraError
 
@@ -569,7 +571,7 @@ DataOpt = Annotated[
 @db_app.command("start")
 def db_start(data: DataOpt = None) -> None:
     """Start a local PostgreSQL 18 + pgvector (extra 'pg'); prints its URL. It keeps running until 'db stop'."""
-    from arag.pgserver import start
+    from arag.store.postgres.server import start
 
     sys.stdout.write(start(data) + "\n")
 
@@ -577,7 +579,7 @@ def db_start(data: DataOpt = None) -> None:
 @db_app.command("url")
 def db_url(data: DataOpt = None) -> None:
     """Print the URL of the running local server."""
-    from arag.pgserver import url
+    from arag.store.postgres.server import url
 
     sys.stdout.write(url(data) + "\n")
 
@@ -585,7 +587,7 @@ def db_url(data: DataOpt = None) -> None:
 @db_app.command("stop")
 def db_stop(data: DataOpt = None) -> None:
     """Stop the local server."""
-    from arag.pgserver import data_dir, stop
+    from arag.store.postgres.server import data_dir, stop
 
     _say("stopped" if stop(data) else "not running", str(data_dir(data)))
 
@@ -617,31 +619,8 @@ def _eval_setup(
     )
 
 
-@dataclass
-class _DatasetChoice:
-    path: Path | None
-    corpus: str = "auto"
-    subset: str | None = None
-    corpus_file: Path | None = None
-    questions_file: Path | None = None
-    question_type: str | None = None  # only the questions of this type are sampled from
-    key_terms: Path | None = None  # the key terms that score this dataset's answers (benchmarks/key_terms)
-    ids_file: Path | None = None  # of the questions selected, only these ids
-
-    def load(self):
-        from arag.eval.datasets import load_dataset
-
-        return load_dataset(self.path, self.corpus, self.subset, self.corpus_file, self.questions_file)
-
-
-def _sha256_text(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _run_one(
-    choice: _DatasetChoice,
+    choice: DatasetChoice,
     method: str,
     out_dir: Path,
     settings,
@@ -654,109 +633,74 @@ def _run_one(
     index_dir: str | None,
     first: int | None = None,
 ) -> dict[str, Any]:
+    """``run_method`` with progress bars: the index build's stages, then the questions with a live Contain-Acc."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from arag.eval.methods import make_method
-    from arag.eval.metrics import KeyTerms
-    from arag.eval.runner import index_for, load_judge_prompt, read_ids_file, run_eval, select_questions
-    from arag.runtime import chat_model
+    from arag.eval.runner import run_method
 
-    dataset = choice.load()
-    questions = select_questions(dataset.questions, limit, seed, choice.question_type)[:first]
-    if choice.ids_file is not None:
-        wanted = read_ids_file(choice.ids_file)
-        questions = [q for q in questions if q.id in wanted]
-    key_terms = KeyTerms.load(choice.key_terms) if choice.key_terms else None
-    judge_prompt = load_judge_prompt(settings.eval.judge_prompt_file)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
-    ) as bar:
-
-        def stage(name: str, total: int):
-            task = bar.add_task(f"indexing: {name}", total=total)
-            return lambda n: bar.advance(task, n)
-
-        index = index_for(dataset, settings.index, index_dir, progress=stage)
-    model, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
-    judge_model = None
-    if judge:
-        judge_model = (
-            chat_model(settings, llm=settings.judge, local_model=local_model)[0]
-            if (settings.judge.model or settings.judge.base_url)
-            else model
-        )
-    method_impl = make_method(method, index, model, settings.agent, None, naive_top_k)  # JSON actions: the agent's call
-    protocol = {
-        "system_prompt_sha256": _sha256_text(method_impl.system_prompt),
-        "system_prompt_file": str(settings.agent.system_prompt_file) if settings.agent.system_prompt_file else None,
-        "judge_prompt_sha256": _sha256_text(judge_prompt) if judge else None,
-        "judge_prompt_file": str(settings.eval.judge_prompt_file) if settings.eval.judge_prompt_file else None,
-        "tool_names": list(method_impl.tool_names),
-        "actions": method_impl.actions,
-        "policies": list(method_impl.policies),
-    }
-    config = {
-        "dataset": dataset.name,
-        "dataset_path": str(choice.path or choice.questions_file),
-        "corpus_file": str(dataset.corpus),
-        "format": dataset.format,
-        "method": method,
-        "model": model.model,
-        "embedded_model": embedded,
-        "judge_model": judge_model.model if judge_model else None,
-        "settings": {
-            # Direct and Naive RAG run no agent: its settings are not part of their identity
-            "agent": settings.agent.model_dump(mode="json") if method_impl.tool_names else None,
-            "index": settings.index.model_dump(mode="json", exclude={"threads"}),
-            "naive_top_k": naive_top_k,
-            "protocol": protocol,
-            # the embedded model's speculative decoding and flash attention change near-tie tokens (rounding), so
-            # they belong to a run's identity: a run directory is not resumed under another setting
-            "lookup_tokens": settings.llm.lookup_tokens if embedded else None,
-            "flash_attention": settings.llm.flash_attention if embedded else None,
-        },
-        "limit": limit,
-        "seed": seed,
-        "first": first,
-        "question_type": choice.question_type,
-        "ids_file": str(choice.ids_file) if choice.ids_file else None,
-        "key_terms": str(choice.key_terms) if choice.key_terms else None,
-        "question_ids": [q.id for q in questions],
-    }
     correct = [0.0, 0]
-    with Progress(
+    # started by the first bar: a run refused before any work (a bad option, another run's directory) prints its
+    # one error line and nothing else
+    bar = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as bar:
-        task = bar.add_task(f"{method} on {dataset.name}", total=len(questions))
-        from arag.eval.runner import RESULTS, _read_finished
+    )
+    stages: list[Any] = []  # the index build's bars, removed when the questions start
+    questions: list[Any] = []
+    started: list[bool] = []
 
-        done = _read_finished(out_dir / RESULTS) if (out_dir / RESULTS).exists() else {}
-        bar.advance(task, sum(1 for q in questions if q.id in done))
+    def start() -> None:
+        if not started:
+            bar.start()
+            started.append(True)
 
-        def on_result(record: dict[str, Any]) -> None:
-            correct[0] += record["contain_acc"]
-            correct[1] += 1
-            bar.update(
-                task,
-                advance=1,
-                description=f"{method} on {dataset.name} — Contain-Acc {100 * correct[0] / correct[1]:.1f}%",
-            )
+    def stage(name: str, total: int):
+        start()
+        stages.append(bar.add_task(f"indexing: {name}", total=total))
+        return lambda n, task=stages[-1]: bar.advance(task, n)
 
-        return run_eval(
-            dataset,
-            method_impl,
-            index,
+    def on_start(label: str, total: int, done: int) -> None:
+        start()
+        for task in stages:
+            bar.remove_task(task)
+        questions.append(bar.add_task(label, total=total, completed=done))
+
+    def on_result(record: dict[str, Any]) -> None:
+        correct[0] += record["contain_acc"]
+        correct[1] += 1
+        label = bar.tasks[-1].description.split(" — ")[0]
+        accuracy = f"Contain-Acc {100 * correct[0] / correct[1]:.1f}%"
+        bar.update(questions[0], advance=1, description=f"{label} — {accuracy}")
+
+    try:
+        return run_method(
+            choice,
+            method,
             out_dir,
-            config,
-            questions,
-            workers,
-            judge_model,
-            on_result,
-            judge_prompt,
-            key_terms,
+            settings,
+            workers=workers,
+            limit=limit,
+            seed=seed,
+            first=first,
+            local_model=local_model,
+            judge=judge,
+            naive_top_k=naive_top_k,
+            index_dir=index_dir,
+            index_progress=stage,
+            on_start=on_start,
+            on_result=on_result,
         )
+    finally:
+        if started:  # a Progress never started still prints a line when stopped
+            bar.stop()
 
 
+EvalIndexOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--index",
+        help="Use/build the index here (directory or postgresql:// URL). [default: a cache entry per corpus]",
+    ),
+]
 DatasetOpt = Annotated[
     Path | None,
     typer.Option(
@@ -848,13 +792,7 @@ def eval_run(
     system_prompt_file: SystemPromptOpt = None,
     naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG pastes into the prompt.")] = 5,
     corpus: CorpusOpt = "auto",
-    index_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--index",
-            help="Use/build the index here (directory or postgresql:// URL). [default: a cache entry per corpus]",
-        ),
-    ] = None,
+    index_dir: EvalIndexOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     local_model: LocalModelOpt = None,
@@ -864,10 +802,12 @@ def eval_run(
     config: ConfigOpt = None,
 ) -> None:
     """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
+    from arag.eval.runner import DatasetChoice
+
     settings = _eval_setup(
         config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file, profile, policy
     )
-    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file)
+    choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file)
     summary = _run_one(
         choice, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, index_dir, first
     )
@@ -901,12 +841,13 @@ def eval_sweep(
 ) -> None:
     """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20)."""
     from arag.errors import ConfigError
+    from arag.eval.runner import DatasetChoice
 
     try:
         values = [int(v) for v in max_steps.split(",") if v.strip()]
     except ValueError:
         raise ConfigError(f"--max-steps must be comma-separated integers, got {max_steps!r}") from None
-    choice = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms)
+    choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms)
     summaries = []
     for steps in values:
         settings = _eval_setup(
@@ -967,20 +908,14 @@ def eval_retrieval(
     naive_top_k: Annotated[int, typer.Option(min=1, max=100, help="Chunks Naive RAG would paste.")] = 5,
     corpus: CorpusOpt = "auto",
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
-    index_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--index",
-            help="Use/build the index here (directory or postgresql:// URL). [default: a cache entry per corpus]",
-        ),
-    ] = None,
+    index_dir: EvalIndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Recall@k of gold passages with no LLM: semantic search, Naive RAG's top-k, keyword search on entities."""
-    from arag.eval.runner import index_for, retrieval_metrics, select_questions
+    from arag.eval.runner import DatasetChoice, index_for, retrieval_metrics, select_questions
 
     settings = _settings(config)
-    data = _DatasetChoice(dataset, corpus, subset, corpus_file, questions_file).load()
+    data = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file).load()
     data.questions = select_questions(data.questions, limit, None)
     _print_json(retrieval_metrics(data, index_for(data, settings.index, index_dir), k, naive_top_k))
 

@@ -25,6 +25,7 @@ ordering and LIMIT — is pushed down whole to its node, and the branches run co
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -35,13 +36,16 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from arag.corpus import never_stored
+from arag.corpus.readers import never_stored
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
-from arag.store import (
+from arag.store.base import (
     ChunkRecord,
     DocumentRecord,
+    KeptDocument,
     Manifest,
+    PendingDocument,
     SemanticMatch,
+    new_manifest,
     parse_manifest,
 )
 
@@ -49,10 +53,14 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
 
+    from arag.settings import IndexSettings
+
 ROW_BITS = 32  # row = doc_seq << ROW_BITS | position of the chunk in its document
 DEFAULT_INDEX = "default"
 DEFAULT_EF_SEARCH = 400  # recall@10 0.988 at ×10 2Wiki, p50 8.7 ms (docs/benchmarks.md)
 STATEMENT_TIMEOUT_S = 30.0
+# sentences embedded and written per batch of an ingest: bounds memory, not transactions (one per ingest)
+PG_BATCH_SENTENCES = 8192
 CONNECT_TIMEOUT_S = 10
 _INDEX_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
 VECTOR_TYPES = {"f32": "vector", "f16": "halfvec"}
@@ -559,27 +567,38 @@ _MANIFEST_TABLE = "CREATE TABLE IF NOT EXISTS {manifest} (id integer PRIMARY KEY
 _USER_KEYS = {"user", "password", "sslpassword"}
 
 
-@dataclass(slots=True)
-class PendingDocument:
-    """One document to (re)write: its record, position and prepared chunks with sentences and vectors."""
+def _database_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A writer method whose database failures become one :class:`StoreError` line (the transaction is lost)."""
 
-    record: DocumentRecord
-    doc_seq: int
-    chunks: list[tuple[str, str, int, list[tuple[int, int]]]]  # (chunk_id, text, n_tokens, sentence spans)
-    hashes: np.ndarray  # int64 per sentence, in chunk then sentence order
-    vectors: np.ndarray  # float32 per sentence
+    @functools.wraps(method)
+    def translated(self: PgWriter, *args: Any, **kwargs: Any) -> Any:
+        with self.errors():
+            return method(self, *args, **kwargs)
+
+    return translated
 
 
 class PgWriter:
-    """One ingest into a PostgreSQL index: holds the index's advisory lock (one writer at a time) and writes
-    everything in one transaction, so readers see the old state until :meth:`commit` and a killed ingest
-    leaves the previous state intact. Readers are never blocked: they read the last committed rows."""
+    """One ingest into a PostgreSQL index (an :class:`~arag.store.base.IndexWriter`): holds the index's advisory
+    lock (one writer at a time) and writes everything in one transaction, so readers see the old state until
+    :meth:`commit` and a killed ingest leaves the previous state intact. Readers are never blocked: they read the
+    last committed rows. Only new or changed documents are written; a kept one stays where it is."""
 
-    def __init__(self, url: str, rebuild: bool = False) -> None:
+    batch_sentences: int | None = PG_BATCH_SENTENCES
+
+    def __init__(
+        self, url: str, rebuild: bool = False, settings: IndexSettings | None = None, shards: list[str] | None = None
+    ) -> None:
+        from arag.settings import IndexSettings
+
         psycopg = _psycopg()
         self._psycopg = psycopg
         self.location = parse_location(url)
+        self.where = self.location.display
         self.rebuild = rebuild
+        self.settings = settings or IndexSettings()
+        self._shards_given = list(shards or [])
+        self._seq_of: dict[str, int] = {}
         try:
             self.conn = psycopg.connect(
                 self.location.conninfo, connect_timeout=CONNECT_TIMEOUT_S, application_name="arag-index"
@@ -655,8 +674,9 @@ class PgWriter:
                     f"an administrator can run: CREATE EXTENSION {name};"
                 ) from None
 
-    def documents(self) -> list[tuple[DocumentRecord, int]]:
-        """Each stored document with its doc_seq, in document order."""
+    @_database_errors
+    def documents(self) -> list[DocumentRecord]:
+        """The stored documents in document order (their doc_seq kept: a replaced document keeps its place)."""
         from psycopg import sql
 
         if self.manifest is None:
@@ -667,10 +687,16 @@ class PgWriter:
             )
         ).fetchall()
         self.conn.commit()
-        return [(DocumentRecord(*row[:4]), int(row[4])) for row in rows]
+        self._seq_of = {str(row[0]): int(row[4]) for row in rows}
+        return [DocumentRecord(*row[:4]) for row in rows]
 
-    def begin(self, vector_dtype: str, dims: int, ann: bool, shards: list[str] | None) -> None:
+    @_database_errors
+    def begin(self, dims: int) -> None:
         """Open the ingest transaction; create the schema (and, with shards, the distributed layout) if new."""
+        self.create(self.settings.vector_dtype, dims, self.settings.ann, self._shards_given or None)
+
+    def create(self, vector_dtype: str, dims: int, ann: bool, shards: list[str] | None) -> None:
+        """:meth:`begin` with the layout given directly (benchmarks write prepared rows this way)."""
         from psycopg import sql
 
         if vector_dtype not in VECTOR_TYPES:
@@ -806,11 +832,13 @@ class PgWriter:
                     )
                 )
 
-    def known_vectors(self, hashes: Iterable[int]) -> dict[int, np.ndarray]:
-        """Vectors already in the index (committed, or written earlier in this ingest) for these sentence hashes."""
+    @_database_errors
+    def known_vectors(self, hashes: list[int]) -> dict[int, np.ndarray]:
+        """Vectors already in the index (committed, or written earlier in this ingest) for these sentence hashes
+        (uint64; stored as the int64 of the same bits)."""
         from psycopg import sql
 
-        wanted = list({int(h) for h in hashes})
+        wanted = list({_signed(h) for h in hashes})
         if not wanted:
             return {}
         found = self.conn.execute(
@@ -819,8 +847,12 @@ class PgWriter:
             ),
             [wanted],
         ).fetchall()
-        return {int(h): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in found}
+        return {
+            int(h) % 2**64: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+            for h, v in found
+        }
 
+    @_database_errors
     def remove(self, doc_ids: list[str]) -> None:
         from psycopg import sql
 
@@ -829,11 +861,25 @@ class PgWriter:
         for table in ("sentences", "chunks", "documents"):
             self.conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = ANY(%s)").format(self._ident(table)), [doc_ids])
 
-    def write(self, documents: list[PendingDocument]) -> None:
-        """Replace these documents (delete their old rows, COPY the new ones) inside the ingest transaction."""
+    @_database_errors
+    def write(self, documents: list[PendingDocument | KeptDocument]) -> int:
+        """Replace the pending documents (delete their old rows, COPY the new ones) inside the ingest transaction;
+        a kept document's rows stay as they are."""
+        pending = []
+        for document in documents:
+            if isinstance(document, PendingDocument):
+                seq = self._seq_of.get(document.record.doc_id)
+                if seq is None:
+                    seq = self._seq_of[document.record.doc_id] = max(self._seq_of.values(), default=-1) + 1
+                pending.append((seq, document))
+        self.write_rows(pending)
+        return 0
+
+    def write_rows(self, documents: list[tuple[int, PendingDocument]]) -> None:
+        """:meth:`write` with each document's doc_seq given (benchmarks write prepared rows this way)."""
         from psycopg import sql
 
-        self.remove([d.record.doc_id for d in documents])
+        self.remove([d.record.doc_id for _seq, d in documents])
         vector_value: Any = np.asarray
         if self._vector_type == "halfvec":
             from pgvector import HalfVector
@@ -845,12 +891,12 @@ class PgWriter:
         with self.conn.cursor() as cur:
             with cur.copy(documents_copy) as copy:
                 copy.set_types(["text", "int8", "text", "text", "text", "int4", "int4"])
-                for doc in documents:
+                for seq, doc in documents:
                     record = doc.record
                     copy.write_row(
                         (
                             record.doc_id,
-                            doc.doc_seq,
+                            seq,
                             record.source,
                             record.title,
                             record.content_hash,
@@ -864,12 +910,13 @@ class PgWriter:
             ).format(self._ident("chunks"))
             with cur.copy(chunks_copy) as copy:
                 copy.set_types(["int8", "text", "text", "text", "text", "int4", "int4[]", "text", "text"])
-                for doc in documents:
-                    ids = [c[0] for c in doc.chunks]
-                    for position, (chunk_id, text, n_tokens, spans) in enumerate(doc.chunks):
+                for seq, doc in documents:
+                    ids = [c.chunk_id for c in doc.chunks]
+                    for position, chunk in enumerate(doc.chunks):
+                        chunk_id, text, n_tokens, spans = chunk.chunk_id, chunk.text, chunk.n_tokens, chunk.spans
                         copy.write_row(
                             (
-                                (doc.doc_seq << ROW_BITS) + position,
+                                (seq << ROW_BITS) + position,
                                 doc.record.doc_id,
                                 chunk_id,
                                 text,
@@ -885,18 +932,34 @@ class PgWriter:
             ).format(self._ident("sentences"))
             with cur.copy(sentences_copy) as copy:
                 copy.set_types(["int8", "int4", "text", "int8", self._vector_type])
-                for doc in documents:
+                for seq, doc in documents:
                     i = 0
-                    for position, (_cid, _text, _n, spans) in enumerate(doc.chunks):
-                        row = (doc.doc_seq << ROW_BITS) + position
-                        for ordinal in range(len(spans)):
-                            copy.write_row(
-                                (row, ordinal, doc.record.doc_id, int(doc.hashes[i]), vector_value(doc.vectors[i]))
-                            )
+                    for position, chunk in enumerate(doc.chunks):
+                        row = (seq << ROW_BITS) + position
+                        for ordinal in range(len(chunk.spans)):
+                            hash_value = _signed(int(doc.hashes[i]))
+                            copy.write_row((row, ordinal, doc.record.doc_id, hash_value, vector_value(doc.vectors[i])))
                             i += 1
 
-    def commit(self, manifest: Manifest) -> None:
-        """Build the search indexes of a new single-node index, record the manifest, commit."""
+    @_database_errors
+    def commit(self, embedder: dict[str, Any]) -> dict[str, int]:
+        """Build the search indexes of a new single-node index, record the manifest, commit; the index's counts."""
+        counts = self.counts()
+        settings = self.settings
+        self.commit_manifest(
+            new_manifest(
+                self.next_generation(),
+                embedder,
+                settings.chunker.model_dump(),
+                settings.vector_dtype,
+                settings.ann,
+                counts,
+            )
+        )
+        return counts
+
+    def commit_manifest(self, manifest: Manifest) -> None:
+        """:meth:`commit` with the manifest given (benchmarks write prepared rows this way)."""
         from psycopg import sql
 
         if self._fresh and not self._distributed:
@@ -924,7 +987,8 @@ class PgWriter:
                 self.conn.execute(sql.SQL("ANALYZE {}").format(self._ident(table)))
                 self.conn.commit()
 
-    def chunk_id_owners(self, chunk_ids: list[str]) -> dict[str, str]:
+    @_database_errors
+    def chunk_owners(self, chunk_ids: list[str]) -> dict[str, str]:
         """The documents that hold any of these chunk ids now (in this ingest's view)."""
         from psycopg import sql
 
@@ -951,6 +1015,11 @@ class PgWriter:
             self.conn.rollback()
         with contextlib.suppress(Exception):
             self.conn.close()  # ends the session: the advisory lock goes with it
+
+
+def _signed(hash_value: int) -> int:
+    """A uint64 sentence hash as the int64 PostgreSQL stores (the same 64 bits)."""
+    return hash_value - 2**64 if hash_value >= 2**63 else hash_value
 
 
 def _options(options: dict[str, str]) -> sql.Composed:

@@ -1,7 +1,7 @@
 """Sentence embedders behind one small protocol.
 
 The default, all-MiniLM-L6-v2, runs on onnxruntime + tokenizers (no torch) as an int8 graph built from the
-model's weights (arag.bert_int8). The weights come from the Hugging Face cache, a packaged offline copy,
+model's weights (arag.embedding.bert_int8). The weights come from the Hugging Face cache, a packaged offline copy,
 or the hub, in that order, and are always checked against a pinned sha256 before use.
 """
 
@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from arag.errors import EmbedderError
+from arag.files import cache_dir, sha256_file
 
 MINILM_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
@@ -74,14 +75,6 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32, copy=False)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class FakeEmbedder:
@@ -259,16 +252,11 @@ def _minilm_weights() -> tuple[PinnedWeights, Path]:
     )
 
 
-def cache_dir() -> Path:
-    """Where a-rag keeps files it derives (int8 encoder, assembled GGUF models, evaluation indexes)."""
-    return Path(os.environ.get("ARAG_CACHE_DIR") or Path.home() / ".cache" / "arag")
-
-
 def _minilm_encoders(weights: PinnedWeights, path: Path) -> tuple[Path | bytes, Path | bytes]:
     """The int8 graph and the float32 graph (for short texts) built from ``path``: each from the cache when
     a copy matching its digest is there, else built — the weights read and verified once — and cached when
     the cache is writable. Building both takes ~2 s; a load from the cache, sessions included, ~0.4 s."""
-    from arag import bert_int8
+    from arag.embedding import bert_int8
 
     tensors: dict[str, np.ndarray] = {}
 
@@ -309,7 +297,7 @@ def _minilm(threads: int, batch_size: int) -> OnnxSentenceEmbedder:
     if sha256_file(tokenizer) != MINILM_TOKENIZER_SHA256:
         raise EmbedderError(f"packaged tokenizer {tokenizer} is corrupted (sha256 mismatch)")
     weights, path = _minilm_weights()
-    from arag.bert_int8 import RECIPE, SHORT_TOKENS
+    from arag.embedding.bert_int8 import RECIPE, SHORT_TOKENS
 
     int8_graph, float32_graph = _minilm_encoders(weights, path)
     return OnnxSentenceEmbedder(

@@ -1,0 +1,114 @@
+"""Reading evaluation runs: a run directory holds ``config.json`` (what was run: its identity), ``results.jsonl``
+(one record per answered question, appended as it finishes) and ``summary.json`` (written at the end). The CLI's
+reports, the web page's run browser and the benchmarks read runs through here."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from arag.eval.metrics import KeyTerms
+
+RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
+
+
+def read_results(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
+    """The finished records of a ``results.jsonl``, by question id. With ``repair`` (the runner, before it
+    appends), a torn last line (killed mid-write) is cut off so the file stays valid JSON Lines; readers (reports,
+    the run browser) never write, since the last line may be one a live run is still writing."""
+    finished: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return finished
+    data = path.read_bytes()
+    good = 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        finished[str(record["id"])] = record
+        good += len(line)
+    if repair and good != len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(good)
+    return finished
+
+
+def mean_present(values: list[float | None]) -> float | None:
+    """The mean of the values that are not None (None if none is)."""
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None = None) -> dict[str, Any]:
+    from arag.eval.stats import accuracy
+
+    records = list(read_results(results_path).values())
+    costs = [r.get("cost") for r in records]
+    latencies = sorted(float(r["latency_s"]) for r in records if r.get("latency_s") is not None)
+    return {
+        "method": config.get("method"),
+        "dataset": config.get("dataset"),
+        "model": config.get("model"),
+        "max_steps": ((config.get("settings") or {}).get("agent") or {}).get("max_steps"),
+        "judge_model": config.get("judge_model"),
+        "questions": len(records),
+        "contain_acc": mean_present([r["contain_acc"] for r in records]),
+        "contain_acc_ci95": accuracy([r["contain_acc"] for r in records]).to_dict() if records else None,
+        "llm_acc_ci95": accuracy([r.get("llm_acc") for r in records]).to_dict()
+        if any(r.get("llm_acc") is not None for r in records)
+        else None,
+        "llm_acc": mean_present([r.get("llm_acc") for r in records]),
+        "key_terms_acc": mean_present([r.get("key_terms_acc") for r in records]),
+        "key_terms_acc_ci95": accuracy([r.get("key_terms_acc") for r in records]).to_dict()
+        if any(r.get("key_terms_acc") is not None for r in records)
+        else None,
+        "exact_match": mean_present([r.get("exact_match") for r in records]),
+        "f1": mean_present([r.get("f1") for r in records]),
+        "retrieval_recall": mean_present([r.get("retrieval_recall") for r in records]),
+        "read_recall": mean_present([r.get("read_recall") for r in records]),
+        "retrieved_tokens": mean_present([r["retrieved_tokens"] for r in records]),
+        "steps": mean_present([r["steps"] for r in records]),
+        "cost_per_question": mean_present(costs) if any(c is not None for c in costs) else None,
+        "answered_rate": mean_present([1.0 if r["stop_reason"] == "answered" else 0.0 for r in records]),
+        "stop_reasons": dict(sorted(Counter(str(r["stop_reason"]) for r in records).items())),
+        "errors": sum(1 for r in records if r.get("error")),
+        "latency_s": mean_present([r["latency_s"] for r in records]),
+        "latency_p50_s": statistics.median(latencies) if latencies else None,
+        "wall_s_last_session": wall_s,
+    }
+
+
+def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[dict[str, Any]]:
+    """Each run's summary and its per-question records. A run still in progress (or stopped) has no
+    summary.json yet: its summary is computed from the results it has, and says so. With ``key_terms``, every
+    answer is (re)scored by them."""
+    from arag.errors import ConfigError
+
+    runs = []
+    for run_dir in run_dirs:
+        summary_path, results_path, config_path = run_dir / SUMMARY, run_dir / RESULTS, run_dir / CONFIG
+        if not results_path.is_file() and not summary_path.is_file():
+            raise ConfigError(f"{run_dir} has no {SUMMARY} and no {RESULTS} (run 'arag eval run' first)")
+        try:
+            if summary_path.is_file():
+                summary = json.loads(summary_path.read_text(encoding="utf-8"))
+                partial = False
+            else:
+                config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+                summary, partial = summarize(results_path, config), True
+        except ValueError:
+            raise ConfigError(f"{run_dir} holds a summary or config that is not valid JSON") from None
+        records = list(read_results(results_path).values())  # none for a summary copied without its results
+        if key_terms is not None:
+            for record in records:
+                record["key_terms_acc"] = key_terms.score(str(record["id"]), str(record.get("prediction") or ""))
+            scored = [r["key_terms_acc"] for r in records if r["key_terms_acc"] is not None]
+            summary["key_terms_acc"] = sum(scored) / len(scored) if scored else None
+        runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
+    return runs

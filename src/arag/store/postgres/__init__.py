@@ -1,0 +1,1 @@
+"""The PostgreSQL + pgvector store (``store``), and a local PostgreSQL server for it (``server``, extra ``pg``)."""

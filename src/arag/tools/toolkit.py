@@ -1,0 +1,312 @@
+"""The three retrieval tools the agent calls (paper §3.2).
+
+Each tool is a typed method whose docstring is the description the model reads; the JSON schema
+sent to the model is derived from the signature. A bad argument never raises: it becomes an
+observation that tells the model what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from arag.corpus.chunking import count_tokens
+from arag.index import Index
+from arag.store import ChunkRecord
+from arag.tools.arguments import (
+    MAX_ARGUMENT_CHARS,
+    MAX_QUERY_CHARS,
+    ToolArgumentError,
+    parse_arguments,
+    tool_schema,
+    validate_arguments,
+    validated_arguments_for_record,
+)
+from arag.tools.tracker import ContextTracker
+from arag.tools.view import ResultPresenter, ResultView, Shown, distinct_pair
+
+MAX_TOP_K = 20
+MAX_KEYWORDS = 10
+MAX_READ = 10
+# a keyword in fewer chunks than this is never "common": in a small collection every word is in a few texts
+MIN_COMMON_CHUNKS = 50
+TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
+
+
+@dataclass(slots=True)
+class ToolResult:
+    name: str
+    arguments: dict[str, Any]
+    observation: str
+    retrieved_tokens: int
+    latency_s: float
+    ok: bool = True
+    chunk_ids: list[str] = field(default_factory=list)  # every chunk whose content the result shows
+    hits: list[str] = field(default_factory=list)  # a search's chunk ids in rank order ("hit 1" is the first)
+    neighbours: list[str] = field(default_factory=list)  # a read's prev/next chunk ids
+    # a search whose hits 1 and 2 matched different keywords (one chunk for each of two names)
+    pair: bool = False
+
+
+class Toolkit:
+    """The tools over one shared :class:`Index`, with one :class:`ContextTracker` per session."""
+
+    def __init__(
+        self,
+        index: Index,
+        tracker: ContextTracker | None = None,
+        enabled: Sequence[str] = TOOL_NAMES,
+        exact: bool | None = None,
+        encoding: str = "cl100k_base",
+        names: dict[str, str] | None = None,
+        view: ResultView | None = None,
+    ) -> None:
+        unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
+        if unknown:
+            raise ValueError(f"unknown tools: {sorted(unknown)}")
+        # the names the model sees (the authors' code calls chunk_read "read_chunk"); canonical names still work
+        self.names = {name: (names or {}).get(name) or name for name in TOOL_NAMES}
+        self._canonical = {exposed: name for name, exposed in self.names.items()}
+        self.index = index
+        self.tracker = tracker or ContextTracker()
+        self.enabled = [name for name in TOOL_NAMES if name in enabled]
+        # an index built with an IVF (--ann) was built for approximate search: the tools use it
+        self.exact = not index.manifest.ann if exact is None else exact
+        self.encoding = encoding
+        full_text = "chunk_read" not in self.enabled
+        self.presenter = ResultPresenter(
+            view or ResultView(), index, self.tracker, encoding, self.names["chunk_read"], full_text
+        )
+        self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        # what the current call shows, for its ToolResult
+        self._shown = Shown()
+        self._neighbours: list[str] = []
+        self._header: str | None = None
+
+    @property
+    def view(self) -> ResultView:
+        return self.presenter.view
+
+    @view.setter
+    def view(self, view: ResultView) -> None:
+        self.presenter.view = view
+
+    @property
+    def focus_query(self) -> str:
+        """What focused reads are focused on (the question)."""
+        return self.presenter.focus_query
+
+    @focus_query.setter
+    def focus_query(self, query: str) -> None:
+        self.presenter.focus_query = query
+
+    def question_scores(self, record: ChunkRecord) -> tuple[list[str], Any]:
+        """A chunk's sentences and their cosines with the question (``focus_query``)."""
+        return self.presenter.question_scores(record)
+
+    def read_call(self, *references: str) -> str:
+        """A chunk_read call as the model writes it, for hints."""
+        return self.presenter.read_call(*references)
+
+    # ------------------------------------------------------------------ the tools
+    def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
+        """Exact keyword search over the corpus (case-insensitive substring match).
+
+        Use it for specific names, dates, numbers and rare terms. Each chunk is scored by the sum over
+        keywords of (occurrences × keyword length), so longer, more specific keywords weigh more.
+        Returns chunk ids with the sentences that contain a keyword; call chunk_read for full text.
+
+        Args:
+            keywords: Short exact terms to find, e.g. ["Lothair II", "Ermengarde"]. Not a full question.
+            top_k: Number of chunks to return (1-20).
+        """
+        keywords, notes = self._check_keywords(keywords)
+        top_k, note = _clamp_top_k(top_k)
+        hits = self.index.keyword_search(keywords, top_k)
+        header = self._header or f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
+        pair = self.view.hints and distinct_pair(keywords, hits)
+        self.last_hits = [h.chunk_id for h in hits]
+        return self.presenter.hits(self._shown, header, hits, notes + note, pair, keywords)
+
+    def semantic_search(self, query: str, top_k: int = 5) -> str:
+        """Semantic (embedding) search: finds sentences similar in meaning to the query.
+
+        Use it when you do not know the exact wording. Each chunk is scored by its best-matching
+        sentence. Returns chunk ids with their best-matching sentences; call chunk_read for full text.
+
+        Args:
+            query: A natural-language description of what you are looking for.
+            top_k: Number of chunks to return (1-20).
+        """
+        query = query[:MAX_QUERY_CHARS].strip()
+        if not query:
+            raise ToolArgumentError("query is empty; describe what you are looking for")
+        top_k, notes = _clamp_top_k(top_k)
+        hits = self.index.semantic_search(query, top_k, exact=self.exact)
+        header = self._header or f"semantic_search {json.dumps(query, ensure_ascii=False)}"
+        self.last_hits = [h.chunk_id for h in hits]
+        return self.presenter.hits(self._shown, header, hits, notes)
+
+    def chunk_read(self, chunk_ids: list[str]) -> str:
+        """Read the full text of chunks by id (from search results).
+
+        The output shows each chunk's previous and next chunk ids, so you can read its neighbours
+        when an answer may continue across the boundary. Chunks you already read are not repeated.
+
+        Args:
+            chunk_ids: Chunk ids to read, e.g. ["12", "13"] (at most 10).
+        """
+        notes = ""
+        if len(chunk_ids) > MAX_READ:
+            notes = f"(only the first {MAX_READ} of {len(chunk_ids)} ids were read)\n"
+            chunk_ids = chunk_ids[:MAX_READ]
+        ids = [c for c in (self._resolve_id(c) for c in chunk_ids) if c]
+        if not ids:
+            raise ToolArgumentError('chunk_ids is empty; pass ids from a search result, e.g. ["12"]')
+        found, _missing = self.index.read(ids)  # unknown ids are reported inline, in the order asked
+        by_id = {r.chunk_id: r for r in found}
+        parts = []
+        for chunk_id in dict.fromkeys(ids):
+            record = by_id.get(chunk_id)
+            if record is None:
+                parts.append(f"[chunk {chunk_id}] not found: no chunk has this id; use ids from search results.")
+                continue
+            neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
+            if self.view.hints and not (record.prev_id or record.next_id):
+                neighbours = ""  # "prev: -, next: -" on every one-chunk passage cost a small model ~10 tokens
+            self._neighbours += [n for n in (record.prev_id, record.next_id) if n]
+            if chunk_id in self.tracker.read_ids:
+                about = f" ({neighbours})" if neighbours else ""
+                parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated{about}.")
+                continue
+            self.tracker.read_ids.add(chunk_id)
+            self.tracker.seen_ids.add(chunk_id)
+            self._shown.ids.append(chunk_id)
+            focus, text = self.presenter.read_view(record)
+            about = "; ".join(part for part in (neighbours, focus) if part)
+            parts.append(f"[chunk {chunk_id}]{f' ({about})' if about else ''}\n{text}")
+        return notes + "\n\n".join(parts)
+
+    # ------------------------------------------------------------------ helpers
+    def canonical(self, name: str) -> str:
+        """The tool's own name for a name the model saw ("read_chunk" → "chunk_read"); others unchanged."""
+        return self._canonical.get(name, name)
+
+    def call_key(self, name: str, arguments: dict[str, Any]) -> str:
+        """What makes two calls the same call: a read's "hit 1" means the chunk it names now, not the text."""
+        if self.canonical(name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
+            arguments = {"chunk_ids": [self._resolve_id(str(c)) for c in arguments["chunk_ids"]]}
+        return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
+
+    def keyword_chunk_share(self, keyword: str, share: float) -> bool:
+        """Whether ``keyword`` is in more than ``share`` of the chunks (and in more than MIN_COMMON_CHUNKS)."""
+        limit = max(MIN_COMMON_CHUNKS, math.ceil(share * self.index.store.n_chunks))
+        return self.index.keyword_chunk_count(keyword, limit + 1) > limit
+
+    def _check_keywords(self, keywords: list[str]) -> tuple[list[str], str]:
+        notes = ""
+        if len(keywords) > MAX_KEYWORDS:
+            notes += f"(only the first {MAX_KEYWORDS} of {len(keywords)} keywords were used)\n"
+            keywords = keywords[:MAX_KEYWORDS]
+        cleaned = [k.strip() for k in keywords if k.strip()]
+        if not cleaned:
+            raise ToolArgumentError('keywords is empty; pass one or more exact terms, e.g. ["Lothair II"]')
+        if any(len(k) > MAX_ARGUMENT_CHARS for k in cleaned):
+            notes += f"(keywords longer than {MAX_ARGUMENT_CHARS} characters were cut)\n"
+            cleaned = [k[:MAX_ARGUMENT_CHARS] for k in cleaned]
+        return cleaned, notes
+
+    def _resolve_id(self, value: str) -> str:
+        """A chunk id as the model wrote it: the id itself, "chunk 12", "[12]", or "hit 2" / "#2" for the
+        second hit of the latest search."""
+        text = _bare_chunk_id(value)
+        match = _HIT_REFERENCE.match(text)
+        if match and 1 <= int(match.group(1)) <= len(self.last_hits):
+            return self.last_hits[int(match.group(1)) - 1]
+        return text
+
+    # ------------------------------------------------------------------ dispatch
+    def functions(self) -> dict[str, Callable[..., str]]:
+        """The enabled tools by the names the model sees."""
+        return {self.names[name]: getattr(self, name) for name in self.enabled}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI ``tools=`` entries derived from the enabled tools' signatures and docstrings."""
+        schemas = [tool_schema(getattr(self, name)) for name in self.enabled]
+        if not self.view.expose_top_k:
+            for schema in schemas:
+                parameters = schema["function"]["parameters"]
+                parameters["properties"].pop("top_k", None)
+                if "top_k" in parameters.get("required", []):
+                    parameters["required"].remove("top_k")
+        if self.names != {name: name for name in TOOL_NAMES}:
+            for schema in schemas:
+                function = schema["function"]
+                function["name"] = self.names[function["name"]]
+                for canonical, exposed in self.names.items():
+                    function["description"] = function["description"].replace(canonical, exposed)
+        return schemas
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None, header: str | None = None) -> ToolResult:
+        """Run a tool by name. Never raises for anything the model could get wrong. ``header`` replaces the first
+        words of a search's result (a policy that changed the call says so there)."""
+        started = time.perf_counter()
+        args: dict[str, Any] = {}
+        self._shown, self._neighbours, self._header = Shown(), [], header
+        try:
+            canonical = self.canonical(name)
+            if canonical not in self.enabled:
+                available = ", ".join(self.names[n] for n in self.enabled)
+                raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
+            function = getattr(self, canonical)
+            args = parse_arguments(arguments)
+            if self.view.search_hits and canonical != "chunk_read" and "top_k" not in args:
+                args["top_k"] = self.view.search_hits
+            validated = validate_arguments(function, args)
+            args = validated_arguments_for_record(validated)
+            observation, ok = function(**validated), True
+        except ToolArgumentError as exc:
+            observation, ok = f"Error: {exc}", False
+        finally:
+            self._header = None
+        tokens = count_tokens(observation, self.encoding)
+        self.tracker.record(tokens)
+        searched = ok and self.canonical(name) != "chunk_read"
+        return ToolResult(
+            name,
+            args,
+            observation,
+            tokens,
+            time.perf_counter() - started,
+            ok,
+            chunk_ids=list(self._shown.ids),
+            hits=list(self.last_hits) if searched else [],
+            neighbours=list(dict.fromkeys(self._neighbours)),
+            pair=self._shown.pair,
+        )
+
+
+def _clamp_top_k(top_k: int) -> tuple[int, str]:
+    if top_k < 1:
+        raise ToolArgumentError(f"top_k must be at least 1 (got {top_k})")
+    if top_k > MAX_TOP_K:
+        return MAX_TOP_K, f"(top_k {top_k} is above the maximum; clamped to {MAX_TOP_K})\n"
+    return top_k, ""
+
+
+_HIT_REFERENCE = re.compile(r"^(?:hit\s*#?\s*|#)(\d{1,3})$", re.I)
+
+
+def _bare_chunk_id(value: str) -> str:
+    """Models often write "chunk 12" or "[12]" for the id "12"."""
+    text = value.strip()[:MAX_ARGUMENT_CHARS]
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1].strip()
+    if text[:6].lower() == "chunk " and len(text) > 6:
+        text = text[6:].strip()
+    return text
