@@ -160,7 +160,7 @@ class ViewSettings(BaseModel):
         None,
         description='A keyword search\'s hit whose document title is one of its keywords (a trailing "(…)" aside) is '
         "shown as chunk_read would show it and counts as read, at most two per search. Off in both profiles: on "
-        "2Wiki no faster on 2 cores (fewer read calls, more prompt tokens) and 1 point lower on 100 questions.",
+        "2Wiki no faster on 2 cores (fewer read calls, more prompt tokens) and no more accurate (docs/results.md).",
     )
 
 
@@ -190,8 +190,7 @@ class FoundNotesSettings(BaseModel):
     on_calls: bool = Field(
         True,
         description="Every action carries the note (False: only the answer). Each note costs a small model ~15 "
-        "generated tokens, but without them it rarely stopped before the step limit (12 of 14 questions forced "
-        "against 7 with notes).",
+        "generated tokens, but without them it rarely stopped before the step limit (docs/results.md).",
     )
 
 
@@ -264,8 +263,8 @@ class AgentSettings(BaseModel):
     action_mode: Literal["auto", "native", "json", "flat-json"] = Field(
         "auto",
         description="'native' tool calls, 'json' constrained actions (response_format: {\"action\": …, "
-        '"arguments": {…}}), \'flat-json\' ({"keyword_search": [...]}: fewer generated tokens, but on 70 2Wiki '
-        "questions the small model answered before the step limit half as often), 'auto': json for the embedded "
+        '"arguments": {…}}), \'flat-json\' ({"keyword_search": [...]}: fewer generated tokens, but on 2Wiki '
+        "the small model answered before the step limit half as often, docs/results.md), 'auto': json for the embedded "
         "model, native otherwise.",
     )
     parallel_tool_calls: bool = Field(False, description="Execute every tool call in a response, not only the first.")

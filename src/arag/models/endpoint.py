@@ -347,8 +347,8 @@ def _preview(body: bytes) -> str:
     return (text or "(empty)") + ("…" if len(body) > 200 else "")
 
 
-# llama.cpp's chat parser on generated text it cannot parse; a known server bug under response_format (generation
-# can end mid-object), 1 of 100 final answers at 1685390
+# llama.cpp's chat parser on generated text it cannot parse: a known server bug under response_format (generation
+# can end mid-object; seen on about one final answer in a hundred, docs/results.md)
 _PARSER_REJECTED = "The model produced output that does not match the expected"
 
 
