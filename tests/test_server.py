@@ -22,6 +22,7 @@ from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.serve.http import create_app
 from arag.settings import AgentSettings, LLMSettings, ServerSettings, Settings
+from arag.store import FORMAT_VERSION
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from scripted_server import Hang, ScriptedServer, completion, tool_call
 from test_faults import json_values
@@ -94,7 +95,7 @@ def sse_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]
 def test_search_read_info_export(live: LiveServer) -> None:
     with httpx.Client(base_url=live.url) as client:
         info = client.get("/api/info").json()
-        assert info["counts"]["chunks"] == 16 and info["format_version"] == 3  # the shape of `arag info`
+        assert info["counts"]["chunks"] == 16 and info["format_version"] == FORMAT_VERSION  # the shape of `arag info`
         hits = client.post("/api/search/keyword", json={"keywords": ["Waldrada"], "top_k": 2}).json()
         assert hits[0]["chunk_id"] == "Waldrada#0" and set(hits[0]) == {"chunk_id", "score", "snippets"}
         semantic = client.post("/api/search/semantic", json={"query": "Lothair mother", "top_k": 3}).json()

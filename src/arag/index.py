@@ -19,8 +19,9 @@ import numpy as np
 from arag.corpus.readers import never_stored, storable
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import EmbedderError
+from arag.filters import Filter
 from arag.settings import IndexSettings
-from arag.store import ChunkRecord, Store, open_store
+from arag.store import ChunkRecord, DocumentRecord, Scope, Store, open_store
 from arag.store.embedded import ivf
 
 SEMANTIC_SNIPPETS = 3
@@ -58,6 +59,8 @@ class Index:
         self.threads = threads
         self._titles: dict[str, list[tuple[str, ...]]] | None = None  # first word → titles as words
         self._titles_lock = threading.Lock()
+        self._documents: list[DocumentRecord] | None = None  # with their metadata, read once for filters
+        self._documents_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -120,14 +123,45 @@ class Index:
         }
         return sorted(named)
 
+    # ------------------------------------------------------------------ metadata and filters
+    def documents(self) -> list[DocumentRecord]:
+        """Every document with its metadata (read once: an opened index's documents do not change)."""
+        with self._documents_lock:
+            if self._documents is None:
+                self._documents = self.store.documents()
+            return self._documents
+
+    def metadata_fields(self) -> list[str]:
+        """The metadata fields this index's documents have, the ones every document records first."""
+        found: dict[str, None] = {}
+        for document in self.documents():
+            found.update(dict.fromkeys(document.metadata or {}))
+        common = [f for f in ("path", "type", "title", "mtime") if f in found]
+        return common + sorted(f for f in found if f not in common)
+
+    def without_metadata(self) -> int:
+        """How many documents were indexed before a-rag recorded metadata (they match no filter)."""
+        return sum(1 for document in self.documents() if document.metadata is None)
+
+    def scope(self, where: Filter | None) -> Scope | None:
+        """The documents ``where`` lets through (None: no filter, every document)."""
+        if where is None:
+            return None
+        matching = [d.doc_id for d in self.documents() if where.matches(d.metadata)]
+        rows = self.store.doc_chunk_rows()
+        return Scope(frozenset(matching), tuple(rows[d] for d in matching if d in rows))
+
     # ------------------------------------------------------------------ keyword
-    def keyword_search(self, keywords: list[str], top_k: int = 5) -> list[SearchHit]:
+    def keyword_search(self, keywords: list[str], top_k: int = 5, where: Filter | None = None) -> list[SearchHit]:
+        """The top_k chunks by Σ_k count · len(k), with the sentences that hold a keyword; only chunks of the
+        documents ``where`` lets through, when given."""
         # a keyword holding NUL or a lone surrogate occurs in no stored text: it would only add 0
         keywords = [k for k in normalize_keywords(keywords) if not never_stored(k)]
-        if not keywords or top_k <= 0:
+        scope = self.scope(where)
+        if not keywords or top_k <= 0 or (scope is not None and not scope.rows):
             return []
         lowered = [k.lower() for k in keywords]
-        top = self.store.keyword_scores(keywords, top_k)
+        top = self.store.keyword_scores(keywords, top_k, scope)
         records = self.store.chunks(row for row, _ in top)
         # a row missing here belongs to a document replaced between the two reads (PostgreSQL, concurrent ingest)
         return [
@@ -153,14 +187,23 @@ class Index:
         return out
 
     # ------------------------------------------------------------------ semantic
-    def semantic_search(self, query: str, top_k: int = 5, exact: bool = True) -> list[SearchHit]:
+    def semantic_search(
+        self, query: str, top_k: int = 5, exact: bool = True, where: Filter | None = None
+    ) -> list[SearchHit]:
+        """The top_k chunks by their best sentence's cosine with the query, with their best sentences; only
+        chunks of the documents ``where`` lets through, when given (searched exactly)."""
         if not query.strip() or top_k <= 0 or self.store.n_sentences == 0:
             return []
+        scope = self.scope(where)
+        if scope is not None and not scope.rows:
+            return []
         vector = self.embedder.embed_query(storable(query))
-        return self.semantic_search_vector(vector, top_k, exact)
+        return self.semantic_search_vector(vector, top_k, exact, scope)
 
-    def semantic_search_vector(self, vector: np.ndarray, top_k: int = 5, exact: bool = True) -> list[SearchHit]:
-        matches = self.store.semantic_chunks(vector, top_k, exact)
+    def semantic_search_vector(
+        self, vector: np.ndarray, top_k: int = 5, exact: bool = True, scope: Scope | None = None
+    ) -> list[SearchHit]:
+        matches = self.store.semantic_chunks(vector, top_k, exact, scope)
         records = self.store.chunks(m.row for m in matches)
         hits = []
         for match in matches:
@@ -185,13 +228,24 @@ class Index:
         return [record.text[spans[i][0] : spans[i][1]].strip() for i in sorted(int(t) for t in top)]
 
     # ------------------------------------------------------------------ read
-    def read(self, chunk_ids: list[str]) -> tuple[list[ChunkRecord], list[str]]:
-        """Records of the known ids (in the order asked) and the ids that were not found."""
+    def read(self, chunk_ids: list[str], where: Filter | None = None) -> tuple[list[ChunkRecord], list[str]]:
+        """Records of the known ids (in the order asked) and the ids that were not found; with ``where``, a chunk
+        of a document it does not let through counts as not found."""
         rows = self.store.rows_for_ids(c for c in chunk_ids if not never_stored(c))  # others cannot exist
         records = self.store.chunks(rows.values())
-        found = [records[rows[c]] for c in dict.fromkeys(chunk_ids) if c in rows]
-        missing = [c for c in dict.fromkeys(chunk_ids) if c not in rows]
+        scope = self.scope(where)
+        found = [
+            records[rows[c]]
+            for c in dict.fromkeys(chunk_ids)
+            if c in rows and (scope is None or records[rows[c]].doc_id in scope.doc_ids)
+        ]
+        shown = {record.chunk_id for record in found}
+        missing = [c for c in dict.fromkeys(chunk_ids) if c not in shown]
         return found, missing
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """One document's record (with its metadata)."""
+        return next((d for d in self.documents() if d.doc_id == doc_id), None)
 
     def close(self) -> None:
         self.store.close()

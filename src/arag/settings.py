@@ -140,6 +140,13 @@ class ViewSettings(BaseModel):
     expose_top_k: bool | None = Field(
         None, description="Whether the search tools' schemas offer top_k (the compact profile: no, ~7 tokens less)."
     )
+    expose_where: bool | None = Field(
+        None,
+        description="Whether the tools' schemas offer the metadata filter 'where', listing the fields the index has "
+        "(the paper profile: yes, an addition to the paper's tools that changes nothing unless the model uses it; "
+        "false reproduces the paper's schemas exactly; the compact profile: no). A user's own scope (arag ask "
+        "--where) applies either way.",
+    )
     snippets_per_hit: int | None = Field(None, ge=0, le=100, description="Matching sentences shown per hit.")
     snippet_chars: int | None = Field(None, ge=20, le=10_000, description="Characters a snippet is cut to.")
     focused_read_tokens: int | None = Field(

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from arag.corpus.chunking import chunk_document, count_tokens, split_sentences
-from arag.corpus.readers import Document, Problem, iter_sources
+from arag.corpus.readers import Document, Problem, Structure, iter_sources
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import IndexFormatError, IngestError
 from arag.settings import IndexSettings
@@ -60,6 +60,7 @@ def _prepare(doc: Document, settings: IndexSettings) -> list[PreparedChunk]:
             )
             for i, (chunk_id, text) in enumerate(doc.chunks)
         ]
+    structure = doc.structure or Structure()
     return [
         PreparedChunk(
             f"{doc.doc_id}#{draft.ordinal}",
@@ -67,6 +68,7 @@ def _prepare(doc: Document, settings: IndexSettings) -> list[PreparedChunk]:
             draft.text,
             draft.n_tokens,
             [(s.start, s.end) for s in draft.sentences],
+            structure.locate(draft.start, draft.end),
         )
         for draft in chunk_document(doc.text, settings.chunker.chunk_tokens, encoding)
     ]
@@ -84,6 +86,8 @@ def _keep_known_doc_ids(new_docs: list[Document], old_docs: list[DocumentRecord]
     for source, docs in new_by_source.items():
         known = old_by_source.get(source, [])
         if len(docs) == 1 and len(known) == 1 and docs[0].chunks is None and docs[0].doc_id != known[0]:
+            if docs[0].metadata.get("path") == docs[0].doc_id:  # a file's path is its id: it keeps both
+                docs[0].metadata["path"] = known[0]
             docs[0].doc_id = known[0]
             docs[0].content_hash = ""
             docs[0].__post_init__()
@@ -271,7 +275,7 @@ def _plan(
             plan.append((old, None))
         elif new is not None:
             report.replaced.append(old.doc_id)
-            plan.append((DocumentRecord(new.doc_id, new.source, new.title, new.content_hash), new))
+            plan.append((_record(new), new))
         elif old.source in replaced_sources:
             report.removed += 1
         else:
@@ -279,8 +283,12 @@ def _plan(
     for new in new_docs:
         if new.doc_id in new_by_id:
             report.added.append(new.doc_id)
-            plan.append((DocumentRecord(new.doc_id, new.source, new.title, new.content_hash), new))
+            plan.append((_record(new), new))
     return plan
+
+
+def _record(doc: Document) -> DocumentRecord:
+    return DocumentRecord(doc.doc_id, doc.source, doc.title, doc.content_hash, dict(doc.metadata))
 
 
 def _check_settings(manifest: Manifest, settings: IndexSettings, where: str) -> None:

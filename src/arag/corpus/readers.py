@@ -1,20 +1,74 @@
-"""Reading sources into documents: plain files, folders and the research corpus formats."""
+"""Reading sources into documents: plain files, folders and the research corpus formats.
+
+Each document carries its metadata (path, file type, title, modification time, and what the file says about
+itself: Markdown front matter, HTML ``<meta>``, PDF document info, a JSON Lines record's other fields), which search
+filters match, and its structure (the pages of a PDF, the headings of Markdown and HTML), which citations resolve
+to."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from arag.errors import IngestError
 
-TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst"}
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
+TEXT_SUFFIXES = {".txt", ".text", ".rst"} | MARKDOWN_SUFFIXES
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".json", ".jsonl"}
 _REFERENCE_CHUNK = re.compile(r"^(\d+):", re.S)
+
+
+MetadataValue = str | int | float | bool | list[str | int | float | bool]
+MAX_METADATA_FIELDS = 64
+MAX_METADATA_CHARS = 1000  # a longer value is cut: metadata is for filtering, not for reading
+
+
+@dataclass(slots=True)
+class Structure:
+    """Where the text of a document came from: the offset at which each PDF page starts (with its number, from
+    1), the headings (offset, level, text) of Markdown and HTML, and how many characters of the file come before
+    the text (Markdown front matter), so that offsets are the file's."""
+
+    pages: list[tuple[int, int]] = field(default_factory=list)
+    headings: list[tuple[int, int, str]] = field(default_factory=list)
+    offset: int = 0
+
+    def locate(self, start: int, end: int) -> dict[str, Any]:
+        """Where the text ``[start, end)`` comes from, as a chunk records it: its offsets in the file (``start``,
+        ``end``), and the page (``pages``) and heading path (``headings``) at each offset of the chunk where they
+        change, as ``[offset in the chunk, value]`` pairs, the first at 0."""
+        location: dict[str, Any] = {"start": self.offset + start, "end": self.offset + end}
+        if self.pages:
+            current = [number for page_start, number in self.pages if page_start <= start]
+            pages = [[0, current[-1] if current else self.pages[0][1]]]
+            pages += [[page_start - start, number] for page_start, number in self.pages if start < page_start < end]
+            location["pages"] = pages
+        if self.headings:
+            path: list[tuple[int, str]] = []  # (level, text) of the open headings
+            changes: list[list[Any]] = []
+            for heading_start, level, text in self.headings:
+                if heading_start >= end:
+                    break
+                while path and path[-1][0] >= level:
+                    path.pop()
+                path.append((level, text))
+                at = max(0, heading_start - start)
+                if changes and changes[-1][0] == at:
+                    changes[-1][1] = [h for _level, h in path]
+                else:
+                    changes.append([at, [h for _level, h in path]])
+            if changes:
+                if changes[0][0] != 0:
+                    changes.insert(0, [0, []])
+                location["headings"] = changes
+        return location
 
 
 @dataclass(slots=True)
@@ -27,6 +81,8 @@ class Document:
     title: str | None = None
     chunks: list[tuple[str, str]] | None = None
     content_hash: str = field(default="")
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)
+    structure: Structure | None = None
 
     def __post_init__(self) -> None:
         # NUL and lone surrogates cannot be stored as text by PostgreSQL (nor encoded as UTF-8): every store
@@ -35,6 +91,7 @@ class Document:
         self.title = storable(self.title) if self.title is not None else None
         if self.chunks is not None:
             self.chunks = [(storable(cid), storable(text)) for cid, text in self.chunks]
+        self.metadata = clean_metadata(self.metadata)
         if not self.content_hash:
             digest = hashlib.sha256(self.doc_id.encode())
             if self.chunks is not None:
@@ -42,7 +99,47 @@ class Document:
                     digest.update(f"\x00{chunk_id}\x00{text}".encode())
             else:
                 digest.update(b"\x00" + self.text.encode())
+            # what the file says about itself is part of its content (front matter is not in the text); the
+            # modification time is not: a file touched but not changed is not indexed again
+            described = {k: v for k, v in self.metadata.items() if k != "mtime"}
+            digest.update(b"\x00" + json.dumps(described, sort_keys=True, ensure_ascii=False).encode())
             self.content_hash = digest.hexdigest()
+
+
+def clean_metadata(fields: dict[str, Any]) -> dict[str, MetadataValue]:
+    """Metadata as every store keeps it: lower-case names, scalar values or lists of scalars (nested objects
+    flattened as ``a.b``, dates as ISO 8601 text), text made storable and cut at MAX_METADATA_CHARS, at most
+    MAX_METADATA_FIELDS fields."""
+    out: dict[str, MetadataValue] = {}
+
+    def scalar(value: Any) -> str | int | float | bool | None:
+        if isinstance(value, bool | int):
+            return value if abs(int(value)) < 2**53 else str(value)
+        if isinstance(value, float):
+            return value if value == value and abs(value) != float("inf") else None
+        if isinstance(value, datetime.datetime | datetime.date):
+            return value.isoformat()
+        if isinstance(value, str):
+            return storable(value.strip())[:MAX_METADATA_CHARS]
+        return None
+
+    def add(name: str, value: Any, depth: int) -> None:
+        name = storable(name.strip().lower())[:100]
+        if not name or len(out) >= MAX_METADATA_FIELDS:
+            return
+        if isinstance(value, dict) and depth < 3:
+            for key, inner in value.items():
+                add(f"{name}.{key}", inner, depth + 1)
+        elif isinstance(value, list | tuple):
+            items = [s for s in (scalar(v) for v in value[:100]) if s is not None]
+            if items:
+                out[name] = items
+        elif (single := scalar(value)) is not None and single != "":
+            out[name] = single
+
+    for key, value in fields.items():
+        add(str(key), value, 0)
+    return out
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -109,17 +206,89 @@ def read_source(path: Path, doc_prefix: str | None = None) -> list[Document]:
     suffix = path.suffix.lower()
     source = str(path.resolve())
     doc_id = doc_prefix if doc_prefix is not None else path.name
+    about = _file_metadata(path, doc_id)
     if suffix == ".pdf":
-        return [Document(doc_id, _read_pdf(path), source, title=path.stem)]
+        text, pages, info = _read_pdf(path)
+        title = str(info.get("title") or path.stem)
+        metadata = {**info, **about, "title": title}
+        return [Document(doc_id, text, source, title=title, metadata=metadata, structure=Structure(pages=pages))]
     raw = _read_text(path)
     if suffix in HTML_SUFFIXES:
-        text, title = _html_to_text(raw)
-        return [Document(doc_id, _non_empty(text, path), source, title=title or path.stem)]
+        text, page_title, headings, meta = _html_to_text(raw)
+        title = page_title or str(meta.get("title") or "") or path.stem
+        metadata = {**meta, **about, "title": title}
+        structure = Structure(headings=headings)
+        return [Document(doc_id, _non_empty(text, path), source, title=title, metadata=metadata, structure=structure)]
     if suffix == ".jsonl":
-        return _read_jsonl(raw, path, doc_id, source)
+        return _read_jsonl(raw, path, doc_id, source, about)
     if suffix == ".json":
-        return _read_json_corpus(raw, path, doc_id, source)
-    return [Document(doc_id, _non_empty(raw, path), source, title=path.stem)]
+        return _read_json_corpus(raw, path, doc_id, source, about)
+    front, text, offset = _front_matter(raw) if suffix in MARKDOWN_SUFFIXES else ({}, raw, 0)
+    title = str(front.get("title") or path.stem)
+    headings = markdown_headings(text) if suffix in MARKDOWN_SUFFIXES else []
+    metadata = {**front, **about, "title": title}
+    structure = Structure(headings=headings, offset=offset)
+    return [Document(doc_id, _non_empty(text, path), source, title=title, metadata=metadata, structure=structure)]
+
+
+def _file_metadata(path: Path, doc_path: str) -> dict[str, Any]:
+    """What every file-backed document records: its path as indexed, its file type and modification time."""
+    try:
+        modified = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
+        mtime: str | None = modified.isoformat(timespec="seconds")
+    except OSError:
+        mtime = None
+    return {"path": doc_path, "type": path.suffix.lower().lstrip(".") or "txt", "mtime": mtime}
+
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+def _front_matter(raw: str) -> tuple[dict[str, Any], str, int]:
+    """Markdown's YAML front matter: (its fields, the text after it, the characters it took). Text that only looks
+    like front matter (not a YAML mapping) is left in the text."""
+    import yaml
+
+    match = _FRONT_MATTER.match(raw)
+    if match is None:
+        return {}, raw, 0
+    try:
+        fields = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return {}, raw, 0
+    if not isinstance(fields, dict):
+        return {}, raw, 0
+    return fields, raw[match.end() :], match.end()
+
+
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def markdown_headings(text: str) -> list[tuple[int, int, str]]:
+    """(offset, level, text) of each ATX (``## Title``) and setext (underlined) heading, outside fenced code."""
+    headings: list[tuple[int, int, str]] = []
+    offset, fenced, previous = 0, False, None  # previous: (offset, line) of a paragraph line
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if _FENCE.match(bare):
+            fenced, previous = not fenced, None
+        elif not fenced:
+            atx = _ATX_HEADING.match(bare)
+            underline = _SETEXT_UNDERLINE.match(bare)
+            if atx:
+                headings.append((offset, len(atx.group(1)), atx.group(2).strip()))
+                previous = None
+            elif underline and previous is not None:
+                headings.append((previous[0], 1 if underline.group(1)[0] == "=" else 2, previous[1].strip()))
+                previous = None
+            else:
+                previous = (
+                    (offset, bare) if bare.strip() and not bare.lstrip().startswith(("-", "*", "+", ">")) else None
+                )
+        offset += len(line)
+    return headings
 
 
 def _read_text(path: Path) -> str:
@@ -144,14 +313,25 @@ def _non_empty(text: str, path: Path) -> str:
     return text
 
 
-def _html_to_text(raw: str) -> tuple[str, str | None]:
+_HEADING_MARK = re.compile("\x02([1-6])(.*?)\x03", re.S)
+
+
+def _html_to_text(raw: str) -> tuple[str, str | None, list[tuple[int, int, str]], dict[str, str]]:
+    """(text, title, headings as (offset, level, text), the ``<meta name=… content=…>`` fields) of an HTML page."""
     import warnings
 
     from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
 
+    raw = raw.replace("\x02", " ").replace("\x03", " ")  # the heading marks below are these two characters
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
         soup = BeautifulSoup(raw, "html.parser")
+    meta: dict[str, str] = {}
+    for tag in soup.find_all("meta"):
+        name = tag.get("name") or tag.get("property")
+        content = tag.get("content")
+        if isinstance(name, str) and isinstance(content, str) and name.strip():
+            meta.setdefault(name.strip().lower(), content)
     for tag in soup(["script", "style", "noscript", "template", "head"]):
         if tag.name == "head":
             continue
@@ -159,6 +339,10 @@ def _html_to_text(raw: str) -> tuple[str, str | None]:
     title = soup.title.get_text(strip=True) if soup.title else None
     if soup.head:
         soup.head.decompose()
+    for heading in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        text = " ".join(heading.get_text().split())
+        heading.clear()
+        heading.append(f"\x02{heading.name[1]}{text}\x03")
     blocks = [
         "p",
         "div",
@@ -187,25 +371,98 @@ def _html_to_text(raw: str) -> tuple[str, str | None]:
     text = re.sub(r"[ \t\r\f\v]+", " ", text)
     text = re.sub(r" ?\n ?", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
-    return text, title
+    headings: list[tuple[int, int, str]] = []
+    pieces: list[str] = []
+    length, last = 0, 0
+    for match in _HEADING_MARK.finditer(text):
+        pieces.append(text[last : match.start()])
+        length += match.start() - last
+        if match.group(2).strip():
+            headings.append((length, int(match.group(1)), match.group(2).strip()))
+        pieces.append(match.group(2))
+        length += len(match.group(2))
+        last = match.end()
+    pieces.append(text[last:])
+    return "".join(pieces), title, headings, meta
 
 
-def _read_pdf(path: Path) -> str:
+_PDF_INFO = {
+    "/Title": "title",
+    "/Author": "author",
+    "/Subject": "subject",
+    "/Keywords": "keywords",
+    "/Creator": "creator",
+    "/Producer": "producer",
+    "/CreationDate": "created",
+    "/ModDate": "modified",
+}
+
+
+def _read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any]]:
+    """(text, the offset where each page with text starts and its number, the document info fields)."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(str(path))
         pages = [page.extract_text() or "" for page in reader.pages]
+        info = _pdf_info(reader)
     except (PdfReadError, OSError, ValueError, KeyError) as exc:
         raise IngestError(f"unreadable PDF ({exc})") from None
-    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    parts: list[str] = []
+    starts: list[tuple[int, int]] = []
+    length = 0
+    for number, page in enumerate(pages, start=1):
+        page = page.strip()
+        if not page:
+            continue
+        if parts:
+            parts.append("\n\n")
+            length += 2
+        starts.append((length, number))
+        parts.append(page)
+        length += len(page)
+    text = "".join(parts)
     if not text.strip():
         raise IngestError("PDF has no extractable text (scanned images need OCR first)")
-    return text
+    return text, starts, info
 
 
-def _read_jsonl(raw: str, path: Path, doc_id: str, source: str) -> list[Document]:
+def _pdf_info(reader: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    try:
+        fields = reader.metadata or {}
+    except Exception:  # a damaged info dictionary costs the metadata, not the text
+        return info
+    for key, name in _PDF_INFO.items():
+        try:
+            value = fields.get(key)
+        except Exception:
+            continue
+        if key in ("/CreationDate", "/ModDate"):
+            value = _pdf_date(value)
+        if isinstance(value, str) and value.strip():
+            info[name] = value.strip()
+    return info
+
+
+_PDF_DATE = re.compile(r"^D?:?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
+
+
+def _pdf_date(value: Any) -> str | None:
+    """A PDF date ("D:20240131120000+01'00'") as ISO 8601 text (to the precision it has, no time zone)."""
+    match = _PDF_DATE.match(str(value or ""))
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = match.groups()
+    date = f"{year}-{month or '01'}-{day or '01'}"
+    return f"{date}T{hour}:{minute or '00'}:{second or '00'}" if hour else date
+
+
+_JSONL_FIELDS = ("id", "text", "title")  # what a JSON Lines record is made of; its other fields are metadata
+
+
+def _read_jsonl(raw: str, path: Path, doc_id: str, source: str, about: dict[str, Any]) -> list[Document]:
     documents: list[Document] = []
     for lineno, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
@@ -223,11 +480,14 @@ def _read_jsonl(raw: str, path: Path, doc_id: str, source: str) -> list[Document
         rid = record.get("id")
         title = record.get("title")
         text = record["text"] if not title else f"{title}\n{record['text']}"
-        documents.append(Document(str(rid) if rid is not None else f"{doc_id}:{lineno}", text, source, title=title))
+        extra = {k: v for k, v in record.items() if k not in _JSONL_FIELDS}
+        metadata = {**extra, **about, **({"title": title} if isinstance(title, str) else {})}
+        rid_text = str(rid) if rid is not None else f"{doc_id}:{lineno}"
+        documents.append(Document(rid_text, text, source, title=title, metadata=metadata))
     return _unique_ids(documents)
 
 
-def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Document]:
+def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str, about: dict[str, Any]) -> list[Document]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -235,7 +495,7 @@ def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Do
     except (ValueError, RecursionError):
         raise IngestError("invalid JSON (nested too deeply or a number too long)") from None
     if isinstance(data, list) and data and all(isinstance(x, str) for x in data):
-        return [_reference_chunks(data, doc_id, source)]
+        return [_reference_chunks(data, doc_id, source, about)]
     if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
         if all(isinstance(x.get("text"), str) for x in data):  # HippoRAG / LinearRAG passages
             docs = [
@@ -244,6 +504,7 @@ def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Do
                     _titled(x.get("title"), x["text"]),
                     source,
                     title=x.get("title"),
+                    metadata=_titled_metadata(about, x.get("title")),
                 )
                 for i, x in enumerate(data)
                 if x["text"].strip()
@@ -251,7 +512,13 @@ def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Do
             return _unique_ids(docs)
         if all(isinstance(x.get("context"), str) for x in data):  # GraphRAG-Bench
             docs = [
-                Document(str(x.get("corpus_name") or f"{doc_id}:{i}"), x["context"], source, title=x.get("corpus_name"))
+                Document(
+                    str(x.get("corpus_name") or f"{doc_id}:{i}"),
+                    x["context"],
+                    source,
+                    title=x.get("corpus_name"),
+                    metadata=_titled_metadata(about, x.get("corpus_name")),
+                )
                 for i, x in enumerate(data)
                 if x["context"].strip()
             ]
@@ -262,11 +529,15 @@ def _read_json_corpus(raw: str, path: Path, doc_id: str, source: str) -> list[Do
     )
 
 
+def _titled_metadata(about: dict[str, Any], title: object) -> dict[str, Any]:
+    return {**about, "title": title} if isinstance(title, str) else dict(about)
+
+
 def _titled(title: object, text: str) -> str:
     return f"{title}\n{text}" if title else text
 
 
-def _reference_chunks(items: list[str], doc_id: str, source: str) -> Document:
+def _reference_chunks(items: list[str], doc_id: str, source: str, about: dict[str, Any]) -> Document:
     """The A-RAG reference ``chunks.json``: keep its ids and texts as they are, in id order."""
     chunks: list[tuple[int, str]] = []
     for position, item in enumerate(items):
@@ -277,7 +548,7 @@ def _reference_chunks(items: list[str], doc_id: str, source: str) -> Document:
     chunks.sort(key=lambda c: c[0])
     if len({n for n, _ in chunks}) != len(chunks):
         raise IngestError("duplicate chunk ids in A-RAG chunks file")
-    return Document(doc_id, "", source, chunks=[(str(n), text) for n, text in chunks])
+    return Document(doc_id, "", source, chunks=[(str(n), text) for n, text in chunks], metadata=dict(about))
 
 
 def _unique_ids(documents: list[Document]) -> list[Document]:

@@ -9,7 +9,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+# version 3 had no document metadata and no chunk locations: such an index is read as it is (filters match none of
+# its documents, citations resolve to the chunk only)
+METADATA_SINCE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,7 @@ class ChunkRecord:
     prev_id: str | None
     next_id: str | None
     spans: tuple[tuple[int, int], ...] | None = None
+    location: dict[str, Any] | None = None  # offsets in the source, pages, heading path (None: not recorded)
 
 
 @dataclass(slots=True)
@@ -57,6 +61,9 @@ class DocumentRecord:
     source: str
     title: str | None
     content_hash: str
+    # path, type, title, mtime and what the file says about itself (corpus.readers); None: indexed before a-rag
+    # recorded metadata (format version 3)
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -68,6 +75,7 @@ class PreparedChunk:
     text: str
     n_tokens: int
     spans: list[tuple[int, int]]
+    location: dict[str, Any] | None = None  # where it comes from (corpus.readers.Structure.locate)
 
 
 @dataclass(slots=True)
@@ -119,9 +127,10 @@ class Store(Protocol):
         """One document's chunk row range [begin, end); (0, 0) for an unknown id."""
         ...
 
-    def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+    def keyword_scores(self, keywords: list[str], top_k: int, scope: Scope | None = None) -> list[tuple[int, int]]:
         """``(row, score)`` of the top_k chunks by Σ_k count(lower(k), lower(chunk)) · len(k), score > 0,
-        ordered by score descending then row ascending. ``keywords`` are stripped, non-empty and distinct."""
+        ordered by score descending then row ascending; only chunks in ``scope`` when one is given.
+        ``keywords`` are stripped, non-empty and distinct."""
         ...
 
     def keyword_chunk_count(self, keyword: str, limit: int) -> int:
@@ -133,9 +142,12 @@ class Store(Protocol):
         """Character spans of a chunk's sentences within its text."""
         ...
 
-    def semantic_chunks(self, query: np.ndarray, top_k: int, exact: bool) -> list[SemanticMatch]:
+    def semantic_chunks(
+        self, query: np.ndarray, top_k: int, exact: bool, scope: Scope | None = None
+    ) -> list[SemanticMatch]:
         """The top_k chunks by their best sentence's cosine with ``query`` (score descending, then row
-        ascending), each with the cosines of all its sentences in order; approximate unless ``exact``."""
+        ascending), each with the cosines of all its sentences in order; approximate unless ``exact`` (a search
+        in a ``scope`` is always exact)."""
         ...
 
     def verify(self) -> list[str]:
@@ -188,6 +200,22 @@ class IndexWriter(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The documents a search may return (the matches of a filter): their ids, and their chunks' row ranges
+    ``[begin, end)``. Each store restricts its search by whichever it can use."""
+
+    doc_ids: frozenset[str]
+    rows: tuple[tuple[int, int], ...]
+
+    def mask(self, n_chunks: int) -> np.ndarray:
+        """A boolean per chunk row: True where the chunk is in scope."""
+        allowed = np.zeros(n_chunks, dtype=bool)
+        for begin, end in self.rows:
+            allowed[begin:end] = True
+        return allowed
 
 
 @dataclass(slots=True)
@@ -245,11 +273,13 @@ def parse_manifest(data: Any, source: str, index: str) -> Manifest:
             f"{source} is not a valid a-rag manifest (no embedder name or no generation); "
             "re-index the sources with --rebuild"
         )
-    # version 2 differs only in the approximate-search files (HNSW then): flat version-2 indexes still read
-    if manifest.format_version != FORMAT_VERSION and not (manifest.format_version == 2 and not manifest.ann):
+    # version 3 lacks only metadata and locations; version 2 also differs in the approximate-search files (HNSW
+    # then): flat version-2 indexes still read
+    readable = manifest.format_version in (FORMAT_VERSION, 3) or (manifest.format_version == 2 and not manifest.ann)
+    if not readable:
         raise IndexFormatError(
             f"{index} has format version {manifest.format_version}; this a-rag reads "
-            f"version {FORMAT_VERSION} (re-index the sources with --rebuild)"
+            f"versions 3 and {FORMAT_VERSION} (re-index the sources with --rebuild)"
         )
     return manifest
 

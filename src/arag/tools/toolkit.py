@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arag.corpus.chunking import count_tokens
+from arag.filters import Filter, FilterError, parse_filter
 from arag.index import Index
 from arag.store import ChunkRecord
 from arag.tools.arguments import (
@@ -65,6 +66,7 @@ class Toolkit:
         encoding: str = "cl100k_base",
         names: dict[str, str] | None = None,
         view: ResultView | None = None,
+        scope: Filter | None = None,
     ) -> None:
         unknown = (set(enabled) | set(names or {})) - set(TOOL_NAMES)
         if unknown:
@@ -83,6 +85,7 @@ class Toolkit:
             view or ResultView(), index, self.tracker, encoding, self.names["chunk_read"], full_text
         )
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        self.scope = scope  # the user's filter: every call stays within it (and within the model's own where)
         # what the current call shows, for its ToolResult
         self._shown = Shown()
         self._neighbours: list[str] = []
@@ -114,7 +117,7 @@ class Toolkit:
         return self.presenter.read_call(*references)
 
     # ------------------------------------------------------------------ the tools
-    def keyword_search(self, keywords: list[str], top_k: int = 5) -> str:
+    def keyword_search(self, keywords: list[str], top_k: int = 5, where: str = "") -> str:
         """Exact keyword search over the corpus (case-insensitive substring match).
 
         Use it for specific names, dates, numbers and rare terms. Each chunk is scored by the sum over
@@ -124,16 +127,18 @@ class Toolkit:
         Args:
             keywords: Short exact terms to find, e.g. ["Lothair II", "Ermengarde"]. Not a full question.
             top_k: Number of chunks to return (1-20).
+            where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
         """
         keywords, notes = self._check_keywords(keywords)
         top_k, note = _clamp_top_k(top_k)
-        hits = self.index.keyword_search(keywords, top_k)
+        where_filter, scoped = self._filter(where)
+        hits = self.index.keyword_search(keywords, top_k, where_filter)
         header = self._header or f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
         pair = self.view.hints and distinct_pair(keywords, hits)
         self.last_hits = [h.chunk_id for h in hits]
-        return self.presenter.hits(self._shown, header, hits, notes + note, pair, keywords)
+        return scoped + self.presenter.hits(self._shown, header, hits, notes + note, pair, keywords)
 
-    def semantic_search(self, query: str, top_k: int = 5) -> str:
+    def semantic_search(self, query: str, top_k: int = 5, where: str = "") -> str:
         """Semantic (embedding) search: finds sentences similar in meaning to the query.
 
         Use it when you do not know the exact wording. Each chunk is scored by its best-matching
@@ -142,17 +147,19 @@ class Toolkit:
         Args:
             query: A natural-language description of what you are looking for.
             top_k: Number of chunks to return (1-20).
+            where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
         """
         query = query[:MAX_QUERY_CHARS].strip()
         if not query:
             raise ToolArgumentError("query is empty; describe what you are looking for")
         top_k, notes = _clamp_top_k(top_k)
-        hits = self.index.semantic_search(query, top_k, exact=self.exact)
+        where_filter, scoped = self._filter(where)
+        hits = self.index.semantic_search(query, top_k, exact=self.exact, where=where_filter)
         header = self._header or f"semantic_search {json.dumps(query, ensure_ascii=False)}"
         self.last_hits = [h.chunk_id for h in hits]
-        return self.presenter.hits(self._shown, header, hits, notes)
+        return scoped + self.presenter.hits(self._shown, header, hits, notes)
 
-    def chunk_read(self, chunk_ids: list[str]) -> str:
+    def chunk_read(self, chunk_ids: list[str], where: str = "") -> str:
         """Read the full text of chunks by id (from search results).
 
         The output shows each chunk's previous and next chunk ids, so you can read its neighbours
@@ -160,6 +167,7 @@ class Toolkit:
 
         Args:
             chunk_ids: Chunk ids to read, e.g. ["12", "13"] (at most 10).
+            where: Optional filter on the documents' metadata: a chunk of another document is not read.
         """
         notes = ""
         if len(chunk_ids) > MAX_READ:
@@ -168,13 +176,19 @@ class Toolkit:
         ids = [c for c in (self._resolve_id(c) for c in chunk_ids) if c]
         if not ids:
             raise ToolArgumentError('chunk_ids is empty; pass ids from a search result, e.g. ["12"]')
+        where_filter, scoped = self._filter(where)
+        notes = scoped + notes
         found, _missing = self.index.read(ids)  # unknown ids are reported inline, in the order asked
+        allowed = self.index.scope(where_filter)
         by_id = {r.chunk_id: r for r in found}
         parts = []
         for chunk_id in dict.fromkeys(ids):
             record = by_id.get(chunk_id)
             if record is None:
                 parts.append(f"[chunk {chunk_id}] not found: no chunk has this id; use ids from search results.")
+                continue
+            if allowed is not None and record.doc_id not in allowed.doc_ids:
+                parts.append(f"[chunk {chunk_id}] is outside the filter ({where_filter}); not read.")
                 continue
             neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
             if self.view.hints and not (record.prev_id or record.next_id):
@@ -193,6 +207,29 @@ class Toolkit:
         return notes + "\n\n".join(parts)
 
     # ------------------------------------------------------------------ helpers
+    def _filter(self, where: str) -> tuple[Filter | None, str]:
+        """The filter a call searches with (the session's scope and the call's ``where``), and a note for the
+        model when it lets no document through or some documents have no metadata to match."""
+        try:
+            own = parse_filter(where)
+        except FilterError as exc:
+            raise ToolArgumentError(str(exc)) from None
+        combined = own.also(self.scope) if own is not None else self.scope
+        if combined is None:
+            return None, ""
+        note = ""
+        missing = self.index.without_metadata()
+        if missing:
+            note = (
+                f"({missing} documents were indexed before a-rag recorded metadata: no filter matches them; "
+                "re-index them with --rebuild)\n"
+            )
+        scope = self.index.scope(combined)
+        if scope is not None and not scope.doc_ids:
+            fields = ", ".join(self.index.metadata_fields()) or "none"
+            note += f"(no document matches the filter {combined}; fields in this index: {fields})\n"
+        return combined, note
+
     def canonical(self, name: str) -> str:
         """The tool's own name for a name the model saw ("read_chunk" → "chunk_read"); others unchanged."""
         return self._canonical.get(name, name)
@@ -238,12 +275,18 @@ class Toolkit:
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI ``tools=`` entries derived from the enabled tools' signatures and docstrings."""
         schemas = [tool_schema(getattr(self, name)) for name in self.enabled]
-        if not self.view.expose_top_k:
-            for schema in schemas:
-                parameters = schema["function"]["parameters"]
-                parameters["properties"].pop("top_k", None)
-                if "top_k" in parameters.get("required", []):
-                    parameters["required"].remove("top_k")
+        hidden = [p for p, shown in (("top_k", self.view.expose_top_k), ("where", self.view.expose_where)) if not shown]
+        fields = self.index.metadata_fields() if self.view.expose_where else []
+        for schema in schemas:
+            parameters = schema["function"]["parameters"]
+            for name in hidden:
+                parameters["properties"].pop(name, None)
+                if name in parameters.get("required", []):
+                    parameters["required"].remove(name)
+            if "where" in parameters["properties"]:
+                # the fields this index's documents actually have: the model cannot guess them
+                listed = f" Fields: {', '.join(fields)}." if fields else " (This index records no metadata.)"
+                parameters["properties"]["where"]["description"] += listed
         if self.names != {name: name for name in TOOL_NAMES}:
             for schema in schemas:
                 function = schema["function"]
@@ -268,7 +311,8 @@ class Toolkit:
             if self.view.search_hits and canonical != "chunk_read" and "top_k" not in args:
                 args["top_k"] = self.view.search_hits
             validated = validate_arguments(function, args)
-            args = validated_arguments_for_record(validated)
+            # an unused filter is left out of the record: a call without one reads as it always did
+            args = {k: v for k, v in validated_arguments_for_record(validated).items() if k != "where" or v}
             observation, ok = function(**validated), True
         except ToolArgumentError as exc:
             observation, ok = f"Error: {exc}", False

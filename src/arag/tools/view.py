@@ -30,6 +30,8 @@ class ResultView:
     # False: the schemas leave top_k out (search_hits applies); each search a small model writes is ~7 tokens
     # shorter, and it never asked for anything but the example's 5
     expose_top_k: bool = True
+    # False: the schemas leave the metadata filter ("where") out (the user's own scope still applies)
+    expose_where: bool = True
     # a read of a chunk longer than this shows its lead sentence and the sentences closest to the question,
     # within this many tokens: a small model finds the fact in 250 tokens, not in 1000 (0: full text)
     focus_tokens: int = 0

@@ -41,6 +41,7 @@ import numpy as np
 from arag.errors import IndexFormatError, IndexNotFoundError
 from arag.files import sha256_file
 from arag.store.base import (
+    METADATA_SINCE,
     ChunkRecord,
     DocumentRecord,
     FileDigest,
@@ -48,6 +49,7 @@ from arag.store.base import (
     Manifest,
     PendingDocument,
     PreparedChunk,
+    Scope,
     SemanticMatch,
     best_per_chunk,
     new_manifest,
@@ -64,10 +66,11 @@ DATABASE = "chunks.sqlite"  # also the file readers hold a shared flock on, so n
 I8_SCALE = 127.0
 _SCHEMA = """
 CREATE TABLE docs (doc_row INTEGER PRIMARY KEY, doc_id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
-                   title TEXT, content_hash TEXT NOT NULL);
+                   title TEXT, content_hash TEXT NOT NULL, metadata TEXT);  -- metadata: JSON
 CREATE TABLE chunks (row INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE NOT NULL, doc_row INTEGER NOT NULL,
                      ordinal INTEGER NOT NULL, n_tokens INTEGER NOT NULL, text TEXT NOT NULL,
-                     text_lower TEXT);  -- only where SQLite's ASCII lower() differs from str.lower()
+                     text_lower TEXT,  -- only where SQLite's ASCII lower() differs from str.lower()
+                     location TEXT);  -- JSON: offsets in the source, pages, heading path
 CREATE VIRTUAL TABLE chunk_fts USING fts5(text_lower, content='', tokenize='trigram case_sensitive 1',
                                           detail=none);
 CREATE TABLE trigram_df (trigram TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
@@ -338,14 +341,20 @@ class EmbeddedStore:
                 n_tokens,
                 ids.get(row - 1) if prev_doc_same else None,
                 ids.get(row + 1) if next_doc_same else None,
+                location=_json_field(location),
             )
-            for row, chunk_id, doc_id, text, n_tokens, prev_doc_same, next_doc_same in rows
+            for row, chunk_id, doc_id, text, n_tokens, prev_doc_same, next_doc_same, location in rows
         ]
 
-    _SELECT = """
+    @property
+    def _select(self) -> str:
+        """The chunk query's head (a version-3 index has no locations)."""
+        location = "c.location" if self.manifest.format_version >= METADATA_SINCE else "NULL"
+        return f"""
         SELECT c.row, c.chunk_id, d.doc_id, c.text, c.n_tokens,
                (SELECT p.doc_row = c.doc_row FROM chunks p WHERE p.row = c.row - 1),
-               (SELECT n.doc_row = c.doc_row FROM chunks n WHERE n.row = c.row + 1)
+               (SELECT n.doc_row = c.doc_row FROM chunks n WHERE n.row = c.row + 1),
+               {location}
         FROM chunks c JOIN docs d ON d.doc_row = c.doc_row
     """
 
@@ -368,7 +377,7 @@ class EmbeddedStore:
         for begin in range(0, len(wanted), 500):
             part = wanted[begin : begin + 500]
             marks = ",".join("?" * len(part))
-            for record in self._records(f"{self._SELECT} WHERE c.row IN ({marks})", part):
+            for record in self._records(f"{self._select} WHERE c.row IN ({marks})", part):
                 out[record.row] = record
         return out
 
@@ -376,15 +385,17 @@ class EmbeddedStore:
         for begin in range(0, self._n_chunks, batch):
             with self._db_errors():
                 records = self._records(
-                    f"{self._SELECT} WHERE c.row >= ? AND c.row < ? ORDER BY c.row", [begin, begin + batch]
+                    f"{self._select} WHERE c.row >= ? AND c.row < ? ORDER BY c.row", [begin, begin + batch]
                 )
             yield from records
 
     def documents(self) -> list[DocumentRecord]:
+        metadata = "metadata" if self.manifest.format_version >= METADATA_SINCE else "NULL"
+        query = f"SELECT doc_id, source, title, content_hash, {metadata} FROM docs ORDER BY doc_row"
         with self._db_errors():
             return [
-                DocumentRecord(*row)
-                for row in self._db.execute("SELECT doc_id, source, title, content_hash FROM docs ORDER BY doc_row")
+                DocumentRecord(doc_id, source, title, content_hash, _json_field(fields))
+                for doc_id, source, title, content_hash, fields in self._db.execute(query)
             ]
 
     def sentence_hashes(self) -> np.ndarray:
@@ -417,19 +428,22 @@ class EmbeddedStore:
             ).fetchone()
         return (0, 0) if lo is None else (int(lo), int(hi) + 1)
 
-    def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+    def keyword_scores(self, keywords: list[str], top_k: int, scope: Scope | None = None) -> list[tuple[int, int]]:
         with self._db_errors():
-            return self._keyword_scores(keywords, top_k)
+            return self._keyword_scores(keywords, top_k, scope)
 
-    def _keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+    def _keyword_scores(self, keywords: list[str], top_k: int, scope: Scope | None = None) -> list[tuple[int, int]]:
         """Candidates from the trigram index, then exact counts of non-overlapping occurrences (``str.count``)
         in the lower-cased text. SQLite's lower() folds ASCII only, so chunks where that differs from Python's
         str.lower() store their own lower-cased copy (``text_lower``); fetching rows dominates the cost, and
         counting in Python measured faster than replace()/length() in SQL."""
         lowered = [k.lower() for k in keywords]
         weights = [(low, len(keyword)) for keyword, low in zip(keywords, lowered, strict=True)]
+        allowed = scope.mask(self._n_chunks) if scope is not None else None
         scored = []
         for row, text in self._candidate_texts(lowered):
+            if allowed is not None and not allowed[row]:
+                continue
             score = sum(text.count(low) * weight for low, weight in weights)
             if score > 0:
                 scored.append((-score, row))
@@ -562,11 +576,15 @@ class EmbeddedStore:
         best_first = np.lexsort((rows, -scores[top]))
         return rows[best_first], scores[top][best_first].astype(np.float32)
 
-    def semantic_chunks(self, query: np.ndarray, top_k: int, exact: bool) -> list[SemanticMatch]:
+    def semantic_chunks(
+        self, query: np.ndarray, top_k: int, exact: bool, scope: Scope | None = None
+    ) -> list[SemanticMatch]:
         offsets = self._offsets
-        scores = self.all_sentence_scores(query) if exact else None
+        scores = self.all_sentence_scores(query) if exact or scope is not None else None
         if scores is not None:
             best = _chunk_best_from_all(scores, offsets)
+            if scope is not None:
+                best[~scope.mask(self._n_chunks)] = -np.inf
             order = np.lexsort((np.arange(len(best)), -best))
             ranked = [(int(r), float(best[r])) for r in order[:top_k] if np.isfinite(best[r])]
         else:
@@ -692,24 +710,43 @@ class GenerationWriter:
         self._trigram_df: Counter[str] = Counter()
 
     def add_document(self, doc: DocumentRecord) -> None:
+        metadata = None if doc.metadata is None else json.dumps(doc.metadata, ensure_ascii=False)
         cursor = self._db.execute(
-            "INSERT INTO docs (doc_id, source, title, content_hash) VALUES (?, ?, ?, ?)",
-            (doc.doc_id, doc.source, doc.title, doc.content_hash),
+            "INSERT INTO docs (doc_id, source, title, content_hash, metadata) VALUES (?, ?, ?, ?, ?)",
+            (doc.doc_id, doc.source, doc.title, doc.content_hash, metadata),
         )
         self._doc_rows[doc.doc_id] = int(cursor.lastrowid or 0)
 
-    def add_chunks(self, doc_id: str, chunks: list[tuple[str, int, str, int]]) -> None:
-        """Append ``(chunk_id, ordinal, text, n_tokens)`` rows for a document already added."""
+    def add_chunks(
+        self,
+        doc_id: str,
+        chunks: list[tuple[str, int, str, int]],
+        locations: list[dict[str, Any] | None] | None = None,
+    ) -> None:
+        """Append ``(chunk_id, ordinal, text, n_tokens)`` rows for a document already added (with each chunk's
+        location, where recorded)."""
         doc_row = self._doc_rows[doc_id]
         first = self._n_chunks
         rows = []
         for i, (cid, ordinal, text, n_tok) in enumerate(chunks):
             lower = text.lower()
             self._trigram_df.update({lower[j : j + 3] for j in range(len(lower) - 2)})
-            rows.append((first + i, cid, doc_row, ordinal, n_tok, text, None if lower == _ascii_lower(text) else lower))
+            location = locations[i] if locations else None
+            rows.append(
+                (
+                    first + i,
+                    cid,
+                    doc_row,
+                    ordinal,
+                    n_tok,
+                    text,
+                    None if lower == _ascii_lower(text) else lower,
+                    None if location is None else json.dumps(location, ensure_ascii=False),
+                )
+            )
         self._db.executemany(
-            "INSERT INTO chunks (row, chunk_id, doc_row, ordinal, n_tokens, text, text_lower) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (row, chunk_id, doc_row, ordinal, n_tokens, text, text_lower, location) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         self._db.executemany(
@@ -869,7 +906,9 @@ class EmbeddedWriter:
                 hashes, vectors, chunks = document.hashes, document.vectors, document.chunks
             self._generation.add_document(document.record)
             self._generation.add_chunks(
-                document.record.doc_id, [(c.chunk_id, c.ordinal, c.text, c.n_tokens) for c in chunks]
+                document.record.doc_id,
+                [(c.chunk_id, c.ordinal, c.text, c.n_tokens) for c in chunks],
+                [c.location for c in chunks],
             )
             for chunk in chunks:
                 self._spans.extend(chunk.spans)
@@ -890,7 +929,12 @@ class EmbeddedWriter:
         records = previous.chunks(range(lo, hi))
         chunks = [
             PreparedChunk(
-                records[row].chunk_id, i, records[row].text, records[row].n_tokens, previous.sentence_spans(row)
+                records[row].chunk_id,
+                i,
+                records[row].text,
+                records[row].n_tokens,
+                previous.sentence_spans(row),
+                records[row].location,
             )
             for i, row in enumerate(range(lo, hi))
         ]
@@ -931,6 +975,17 @@ class EmbeddedWriter:
         if self.previous is not None:
             self.previous.close()
             self.previous = None
+
+
+def _json_field(text: str | None) -> dict[str, Any] | None:
+    """A JSON column (document metadata, a chunk's location) as stored; None where absent or damaged."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _is_stale(name: str, keep: int, writer: bool) -> bool:

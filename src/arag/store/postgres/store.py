@@ -39,11 +39,13 @@ import numpy as np
 from arag.corpus.readers import never_stored
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
 from arag.store.base import (
+    METADATA_SINCE,
     ChunkRecord,
     DocumentRecord,
     KeptDocument,
     Manifest,
     PendingDocument,
+    Scope,
     SemanticMatch,
     new_manifest,
     parse_manifest,
@@ -310,14 +312,18 @@ class PgStore:
             for cid, row in self._fetch(self._sql("SELECT chunk_id, row FROM {chunks} WHERE chunk_id = ANY(%s)"), [ids])
         }
 
-    _COLUMNS = "row, chunk_id, doc_id, text, n_tokens, prev_id, next_id, spans"
+    @property
+    def _COLUMNS(self) -> str:
+        location = "location" if self.manifest.format_version >= METADATA_SINCE else "NULL"
+        return f"row, chunk_id, doc_id, text, n_tokens, prev_id, next_id, spans, {location}"
 
     @staticmethod
     def _record(values: tuple[Any, ...]) -> ChunkRecord:
-        row, chunk_id, doc_id, text, n_tokens, prev_id, next_id, spans = values
+        row, chunk_id, doc_id, text, n_tokens, prev_id, next_id, spans, location = values
         flat = list(spans)
         pairs = tuple((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
-        return ChunkRecord(int(row), chunk_id, doc_id, text, int(n_tokens), prev_id, next_id, pairs)
+        located = location if isinstance(location, dict) else None
+        return ChunkRecord(int(row), chunk_id, doc_id, text, int(n_tokens), prev_id, next_id, pairs, located)
 
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
         wanted = sorted({int(r) for r in rows})
@@ -339,8 +345,12 @@ class PgStore:
             after = int(found[-1][0])
 
     def documents(self) -> list[DocumentRecord]:
-        query = self._sql("SELECT doc_id, source, title, content_hash FROM {documents} ORDER BY doc_seq")
-        return [DocumentRecord(*row) for row in self._fetch(query)]
+        metadata = "metadata" if self.manifest.format_version >= METADATA_SINCE else "NULL"
+        query = self._sql(f"SELECT doc_id, source, title, content_hash, {metadata} FROM {{documents}} ORDER BY doc_seq")
+        return [
+            DocumentRecord(doc_id, source, title, content_hash, fields if isinstance(fields, dict) else None)
+            for doc_id, source, title, content_hash, fields in self._fetch(query)
+        ]
 
     def doc_chunk_rows(self) -> dict[str, tuple[int, int]]:
         query = self._sql("SELECT doc_id, doc_seq, n_chunks FROM {documents} WHERE n_chunks > 0 ORDER BY doc_seq")
@@ -362,7 +372,7 @@ class PgStore:
         return list(record.spans or ()) if record else []
 
     # ------------------------------------------------------------------ keyword
-    def keyword_scores(self, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+    def keyword_scores(self, keywords: list[str], top_k: int, scope: Scope | None = None) -> list[tuple[int, int]]:
         """Σ_k count(lower(k), lower(chunk)) · len(k) in SQL: the occurrences of k are
         (length(t) − length(replace(t, k, ''))) / length(k), non-overlapping from the left like ``str.count``;
         candidates are the chunks matching any ``LIKE '%k%'``, which the trigram GIN index answers."""
@@ -377,17 +387,20 @@ class PgStore:
             sql.SQL("((length(text_lower) - length(replace(text_lower, %s, ''))) / %s::int) * %s::bigint")
             for _ in lowered
         )
+        in_scope = sql.SQL(" AND doc_id = ANY(%s)" if scope is not None else "")
         template = sql.SQL(
-            "SELECT row, {terms} AS score FROM {rel} WHERE text_lower LIKE ANY(%s) ORDER BY score DESC, row LIMIT %s"
+            "SELECT row, {terms} AS score FROM {rel} WHERE text_lower LIKE ANY(%s){in_scope} "
+            "ORDER BY score DESC, row LIMIT %s"
         )
 
         def branch(rel: sql.Identifier) -> sql.Composable:
-            return template.format(terms=terms, rel=rel)
+            return template.format(terms=terms, rel=rel, in_scope=in_scope)
 
         params: list[Any] = []
         for keyword, low in zip(keywords, lowered, strict=True):
             params += [low, len(low), len(keyword)]
-        params += [[f"%{_like_escape(low)}%" for low in lowered], top_k]
+        params += [[f"%{_like_escape(low)}%" for low in lowered]]
+        params += [sorted(scope.doc_ids), top_k] if scope is not None else [top_k]
         query, args = _fan_out(branch, self._relations.parts("chunks"), params, sql.SQL("score DESC, row"), top_k)
         return [(int(row), int(score)) for row, score in self._fetch(query, args) if score > 0]
 
@@ -420,23 +433,27 @@ class PgStore:
         _op, score, _ops = _SCORE[self._vector_type]
         return sql.SQL(score.replace("{q}", "%s"))
 
-    def semantic_chunks(self, query: np.ndarray, top_k: int, exact: bool) -> list[SemanticMatch]:
+    def semantic_chunks(
+        self, query: np.ndarray, top_k: int, exact: bool, scope: Scope | None = None
+    ) -> list[SemanticMatch]:
         from psycopg import sql
 
         if top_k <= 0:
             return []
         value = self._query_value(query)
         parts = self._relations.parts("sentences")
-        if exact or not self.manifest.ann:
+        if exact or not self.manifest.ann or scope is not None:
+            in_scope = sql.SQL("WHERE doc_id = ANY(%s) " if scope is not None else "")
             template = sql.SQL(
-                "SELECT chunk_row, max({score}) AS score FROM {rel} GROUP BY chunk_row "
+                "SELECT chunk_row, max({score}) AS score FROM {rel} {in_scope}GROUP BY chunk_row "
                 "ORDER BY score DESC, chunk_row LIMIT %s"
             )
             score = self._score_sql()
+            params = [value, sorted(scope.doc_ids), top_k] if scope is not None else [value, top_k]
             q, args = _fan_out(
-                lambda rel: template.format(score=score, rel=rel),
+                lambda rel: template.format(score=score, rel=rel, in_scope=in_scope),
                 parts,
-                [value, top_k],
+                params,
                 sql.SQL("score DESC, chunk_row"),
                 top_k,
             )
@@ -540,10 +557,11 @@ def _like_escape(text: str) -> str:
 _NODE_TABLES = """
 CREATE TABLE IF NOT EXISTS {documents} (
     doc_id text NOT NULL PRIMARY KEY, doc_seq bigint NOT NULL, source text NOT NULL, title text,
-    content_hash text NOT NULL, n_chunks integer NOT NULL, n_sentences integer NOT NULL);
+    content_hash text NOT NULL, n_chunks integer NOT NULL, n_sentences integer NOT NULL, metadata jsonb);
 CREATE TABLE IF NOT EXISTS {chunks} (
     row bigint NOT NULL PRIMARY KEY, doc_id text NOT NULL, chunk_id text NOT NULL UNIQUE, text text NOT NULL,
-    text_lower text NOT NULL, n_tokens integer NOT NULL, spans integer[] NOT NULL, prev_id text, next_id text);
+    text_lower text NOT NULL, n_tokens integer NOT NULL, spans integer[] NOT NULL, prev_id text, next_id text,
+    location jsonb);
 CREATE INDEX IF NOT EXISTS chunks_doc ON {chunks} (doc_id);
 CREATE TABLE IF NOT EXISTS {sentences} (
     chunk_row bigint NOT NULL, ord integer NOT NULL, doc_id text NOT NULL, hash bigint NOT NULL,
@@ -555,12 +573,18 @@ _SEARCH_INDEXES = "CREATE INDEX IF NOT EXISTS chunks_trgm ON {chunks} USING gin 
 _HNSW_INDEX = "CREATE INDEX IF NOT EXISTS sentences_hnsw ON {sentences} USING hnsw (embedding {opclass});"
 _COORDINATOR_TABLES = """
 CREATE TABLE {documents} (doc_id text NOT NULL, doc_seq bigint NOT NULL, source text NOT NULL, title text,
-    content_hash text NOT NULL, n_chunks integer NOT NULL, n_sentences integer NOT NULL) PARTITION BY HASH (doc_id);
-CREATE TABLE {chunks} (row bigint NOT NULL, doc_id text NOT NULL, chunk_id text NOT NULL, text text NOT NULL,
-    text_lower text NOT NULL, n_tokens integer NOT NULL, spans integer[] NOT NULL, prev_id text, next_id text)
+    content_hash text NOT NULL, n_chunks integer NOT NULL, n_sentences integer NOT NULL, metadata jsonb)
     PARTITION BY HASH (doc_id);
+CREATE TABLE {chunks} (row bigint NOT NULL, doc_id text NOT NULL, chunk_id text NOT NULL, text text NOT NULL,
+    text_lower text NOT NULL, n_tokens integer NOT NULL, spans integer[] NOT NULL, prev_id text, next_id text,
+    location jsonb) PARTITION BY HASH (doc_id);
 CREATE TABLE {sentences} (chunk_row bigint NOT NULL, ord integer NOT NULL, doc_id text NOT NULL, hash bigint NOT NULL,
     embedding {vector_type}({dims}) NOT NULL) PARTITION BY HASH (doc_id);
+"""
+# a version-3 index (no metadata, no locations) gains the columns on its next ingest; its old rows stay NULL
+_MIGRATE_TO_4 = """
+ALTER TABLE {documents} ADD COLUMN IF NOT EXISTS metadata jsonb;
+ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS location jsonb;
 """
 _MANIFEST_TABLE = "CREATE TABLE IF NOT EXISTS {manifest} (id integer PRIMARY KEY CHECK (id = 1), body jsonb NOT NULL);"
 # libpq keywords that go into a user mapping rather than the foreign server's options
@@ -681,14 +705,18 @@ class PgWriter:
 
         if self.manifest is None:
             return []
+        metadata = sql.SQL("metadata" if self.manifest.format_version >= METADATA_SINCE else "NULL")
         rows = self.conn.execute(
-            sql.SQL("SELECT doc_id, source, title, content_hash, doc_seq FROM {} ORDER BY doc_seq").format(
-                self._ident("documents")
+            sql.SQL("SELECT doc_id, source, title, content_hash, doc_seq, {} FROM {} ORDER BY doc_seq").format(
+                metadata, self._ident("documents")
             )
         ).fetchall()
         self.conn.commit()
         self._seq_of = {str(row[0]): int(row[4]) for row in rows}
-        return [DocumentRecord(*row[:4]) for row in rows]
+        return [
+            DocumentRecord(doc_id, source, title, content_hash, fields if isinstance(fields, dict) else None)
+            for doc_id, source, title, content_hash, _seq, fields in rows
+        ]
 
     @_database_errors
     def begin(self, dims: int) -> None:
@@ -734,6 +762,13 @@ class PgWriter:
             else:
                 self.conn.execute(sql.SQL(_NODE_TABLES).format(**fmt))
             self.conn.execute(sql.SQL(_MANIFEST_TABLE).format(**fmt))
+        elif self.manifest is not None and self.manifest.format_version < METADATA_SINCE:
+            if self.shards:
+                raise ConfigError(
+                    f"the distributed index {self.location.display} was built by an a-rag without document metadata; "
+                    "re-index it with --rebuild"
+                )
+            self.conn.execute(sql.SQL(_MIGRATE_TO_4).format(**self._tables()))
         self._distributed = bool(shards or self.shards)
         self._fresh = create
 
@@ -885,12 +920,18 @@ class PgWriter:
             from pgvector import HalfVector
 
             vector_value = HalfVector
+        from psycopg.types.json import Jsonb
+
+        def jsonb(value: dict[str, Any] | None) -> Jsonb | None:
+            return None if value is None else Jsonb(value)
+
         documents_copy = sql.SQL(
-            "COPY {} (doc_id, doc_seq, source, title, content_hash, n_chunks, n_sentences) FROM STDIN (FORMAT BINARY)"
+            "COPY {} (doc_id, doc_seq, source, title, content_hash, n_chunks, n_sentences, metadata) "
+            "FROM STDIN (FORMAT BINARY)"
         ).format(self._ident("documents"))
         with self.conn.cursor() as cur:
             with cur.copy(documents_copy) as copy:
-                copy.set_types(["text", "int8", "text", "text", "text", "int4", "int4"])
+                copy.set_types(["text", "int8", "text", "text", "text", "int4", "int4", "jsonb"])
                 for seq, doc in documents:
                     record = doc.record
                     copy.write_row(
@@ -902,14 +943,15 @@ class PgWriter:
                             record.content_hash,
                             len(doc.chunks),
                             len(doc.hashes),
+                            jsonb(record.metadata),
                         )
                     )
             chunks_copy = sql.SQL(
-                "COPY {} (row, doc_id, chunk_id, text, text_lower, n_tokens, spans, prev_id, next_id) "
+                "COPY {} (row, doc_id, chunk_id, text, text_lower, n_tokens, spans, prev_id, next_id, location) "
                 "FROM STDIN (FORMAT BINARY)"
             ).format(self._ident("chunks"))
             with cur.copy(chunks_copy) as copy:
-                copy.set_types(["int8", "text", "text", "text", "text", "int4", "int4[]", "text", "text"])
+                copy.set_types(["int8", "text", "text", "text", "text", "int4", "int4[]", "text", "text", "jsonb"])
                 for seq, doc in documents:
                     ids = [c.chunk_id for c in doc.chunks]
                     for position, chunk in enumerate(doc.chunks):
@@ -925,6 +967,7 @@ class PgWriter:
                                 [v for span in spans for v in span],
                                 ids[position - 1] if position else None,
                                 ids[position + 1] if position + 1 < len(ids) else None,
+                                jsonb(chunk.location),
                             )
                         )
             sentences_copy = sql.SQL(
