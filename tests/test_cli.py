@@ -33,7 +33,9 @@ def test_cli_round_trip(tmp_path: Path) -> None:
     sem = json.loads(arag("search", "semantic", "Lothair mother", "--index", idx, "--json").stdout)
     assert len(sem) == 5 and sem[0]["score"] >= sem[-1]["score"]
     read = json.loads(arag("read", "1", "--index", idx, "--json").stdout)
-    assert read == [{"chunk_id": "1", "text": read[0]["text"], "prev_id": "0", "next_id": "2"}]
+    source = read[0]["source"]  # an A-RAG chunks.json records no offsets, pages or headings: the file only
+    assert read == [{"chunk_id": "1", "text": read[0]["text"], "prev_id": "0", "next_id": "2", "source": source}]
+    assert source["path"] == "arag_chunks.json" and source["label"] == "arag_chunks.json" and not source["pages"]
     exported = [json.loads(line) for line in arag("export", "--index", idx).stdout.splitlines()]
     assert [e["chunk_id"] for e in exported] == ["0", "1", "2", "3", "4", "5", "guide.md#0"]
     assert exported[-1] == {"chunk_id": "guide.md#0", "doc_id": "guide.md", "text": (FIXTURES / "guide.md").read_text()}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.agent import Agent, AgentResult, Step, check_question
+from arag.filters import parse_filter
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import Settings, load_settings
@@ -49,9 +50,15 @@ def make_agent(
     return Agent(index, model, settings.agent)
 
 
-def ask(index: Index, question: str, settings: Settings | None = None, model: ChatModel | None = None) -> AgentResult:
-    """Answer one question with the A-RAG agent."""
-    return make_agent(index, settings, model).run(question)
+def ask(
+    index: Index,
+    question: str,
+    settings: Settings | None = None,
+    model: ChatModel | None = None,
+    where: str | None = None,
+) -> AgentResult:
+    """Answer one question with the A-RAG agent (from the documents ``where`` lets through, when given)."""
+    return make_agent(index, settings, model).run(question, where)
 
 
 def step_event(step: Step, number: int) -> dict[str, Any]:
@@ -65,11 +72,13 @@ def stream(
     model: ChatModel | None = None,
     agent: Agent | None = None,
     stop: threading.Event | None = None,
+    where: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The agent's steps as events while it works: ``{"type": "step", ...}`` per tool call, then
     ``{"type": "result", ...}`` (the whole :class:`AgentResult`), or ``{"type": "error", "message": ...}``.
     Closing the iterator early stops waiting (the question ends at its next step or its time budget)."""
     question = check_question(question)
+    scope = parse_filter(where)  # a malformed filter is the caller's error, before any work
     agent = agent or make_agent(index, settings, model)
     events: queue.Queue[dict[str, Any]] = queue.Queue()
     counter = iter(range(1, 1_000_000))
@@ -79,7 +88,7 @@ def stream(
 
     def work() -> None:
         try:
-            events.put({"type": "result", **agent.run(question).to_dict()})
+            events.put({"type": "result", **agent.run(question, scope).to_dict()})
         except Exception as exc:  # delivered as an event: the consumer may be another thread or a web client
             events.put({"type": "error", "message": str(exc) or type(exc).__name__})
 

@@ -56,7 +56,12 @@ class Clause:
         return any(_compare(item, self.op, self.value) for item in items)
 
     def __str__(self) -> str:
-        plain = self.value and not re.search(r"[\s,;\"]", self.value) and self.value.lower() != "and"
+        plain = (
+            self.value
+            and not re.search(r"[\s,;\"]", self.value)
+            and self.value.lower() != "and"
+            and self.value[0] not in "=<>!~"
+        )
         value = self.value if plain else '"' + self.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return f"{self.field}{self.op}{value}"
 
@@ -131,8 +136,8 @@ def _value(text: str, position: int) -> tuple[str, int]:
     separator = _SEPARATOR.search(text, position)
     end = separator.start() if separator else len(text)
     value = text[position:end].strip()
-    if not value:
-        raise _error(text, position, "a value")
+    if not value or value[0] in "=<>!~":  # "year >> 2020": a doubled operator, not a value starting with one
+        raise _error(text, position, "a value (quote one that starts with = < > ! ~)")
     return value, end
 
 

@@ -60,6 +60,7 @@ class Index:
         self._titles: dict[str, list[tuple[str, ...]]] | None = None  # first word → titles as words
         self._titles_lock = threading.Lock()
         self._documents: list[DocumentRecord] | None = None  # with their metadata, read once for filters
+        self._documents_by_id: dict[str, DocumentRecord] = {}
         self._documents_lock = threading.Lock()
 
     @classmethod
@@ -129,6 +130,7 @@ class Index:
         with self._documents_lock:
             if self._documents is None:
                 self._documents = self.store.documents()
+                self._documents_by_id = {document.doc_id: document for document in self._documents}
             return self._documents
 
     def metadata_fields(self) -> list[str]:
@@ -245,7 +247,8 @@ class Index:
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document's record (with its metadata)."""
-        return next((d for d in self.documents() if d.doc_id == doc_id), None)
+        self.documents()
+        return self._documents_by_id.get(doc_id)
 
     def close(self) -> None:
         self.store.close()

@@ -16,6 +16,7 @@ from arag.agent.profiles import resolve
 from arag.agent.questions import check_question
 from arag.agent.state import AgentResult, RunState, Step
 from arag.errors import ConfigError, LLMError, OutputRejected, TimeBudgetExceeded
+from arag.filters import Filter, parse_filter
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings
@@ -50,8 +51,10 @@ class Agent:
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
         self.cancelled: Callable[[], bool] | None = None  # checked before each step (a client went away)
 
-    def run(self, question: str) -> AgentResult:
-        run, policies = self._start(check_question(question))
+    def run(self, question: str, where: str | Filter | None = None) -> AgentResult:
+        """Answer ``question``; with ``where`` (a filter on document metadata, arag.filters), from those documents
+        only."""
+        run, policies = self._start(check_question(question), where)
         try:
             self._opening_calls(run, policies)
             while self._next_step(run):
@@ -73,8 +76,9 @@ class Agent:
         return run.result(self.model.cost)
 
     # ------------------------------------------------------------------ the loop's parts
-    def _start(self, question: str) -> tuple[RunState, list[Policy]]:
+    def _start(self, question: str, where: str | Filter | None = None) -> tuple[RunState, list[Policy]]:
         toolkit = self._toolkit()
+        toolkit.scope = parse_filter(where) if isinstance(where, str) else where
         toolkit.focus_query = question
         run = RunState(question, self.system_message, toolkit, self.settings, self._observation, self.on_step)
         policies = [cls(self.settings) for cls in self.bundle.policies]  # a policy's state is one question's

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from arag.agent.actions import Action, ToolCall
 from arag.agent.prompts import REPEATED
+from arag.citations import resolve as resolve_citations
 from arag.errors import ARagError
 from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
@@ -55,6 +56,8 @@ class AgentResult:
     answer_from: str = "model"
     plan: list[str] = field(default_factory=list)  # the plan of searches the model stated, if asked for one
     policies_acted: dict[str, int] = field(default_factory=dict)  # how often each policy changed something
+    # each citation resolved to its source: file, pages, heading path, the sentence supporting the answer
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -293,6 +296,7 @@ class RunState:
             self.answer_from,
             self.plan,
             dict(self.acted),
+            resolve_citations(self.toolkit.index, self.answer, self.citations(self.answer)),
         )
 
 

@@ -54,6 +54,15 @@ ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="Settings file (JSON or TOML); flags and ARAG_* variables win.")
 ]
 TopKOpt = Annotated[int, typer.Option("--top-k", "-k", min=1, max=1000, help="Number of chunks to return (1-1000).")]
+WhereOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--where",
+        "-w",
+        help="Only documents whose metadata match, e.g. 'path=guides/*' or 'type=pdf, year>=2020' (fields: path, "
+        "type, title, mtime and what the files say about themselves; syntax: README, Scoped search). [default: all]",
+    ),
+]
 MaxStepsOpt = Annotated[
     int | None,
     typer.Option("--max-steps", min=1, max=200, help=describe(AgentSettings, "max_steps", "ARAG_AGENT__MAX_STEPS")),
@@ -240,6 +249,23 @@ def index(
         raise typer.Exit(PARTIAL_INDEX)
 
 
+def _scope_notes(idx: Any, where: Any) -> None:
+    """What a filter could not match: documents without metadata, or nothing at all (said on stderr)."""
+    if where is None:
+        return
+    missing = idx.without_metadata()
+    if missing:
+        _say(
+            "[yellow]note[/yellow]",
+            f"{missing} documents were indexed before a-rag recorded metadata and match no filter; "
+            "re-index them with --rebuild",
+        )
+    scope = idx.scope(where)
+    if scope is not None and not scope.doc_ids:
+        fields = ", ".join(idx.metadata_fields()) or "none"
+        _say("[yellow]note[/yellow]", f"no document matches the filter {where}; fields in this index: {fields}")
+
+
 def _print_hits(hits: list[Any], as_json: bool) -> None:
     if as_json:
         _print_json([h.to_dict() for h in hits])
@@ -257,11 +283,17 @@ def search_keyword(
     keywords: Annotated[list[str], typer.Argument(help="Keywords (exact, case-insensitive).")],
     index_dir: IndexOpt,
     top_k: TopKOpt = 5,
+    where: WhereOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Keyword search: score = Σ count(k) · len(k)."""
+    from arag.filters import parse_filter
+
     keywords = _nonempty(keywords, "keyword list")
-    _print_hits(_open_index(index_dir).keyword_search(keywords, top_k), as_json)
+    scope = parse_filter(where)
+    idx = _open_index(index_dir)
+    _scope_notes(idx, scope)
+    _print_hits(idx.keyword_search(keywords, top_k, scope), as_json)
 
 
 @search_app.command("semantic")
@@ -276,12 +308,17 @@ def search_semantic(
         int | None,
         typer.Option(min=1, max=65536, help=describe(IndexSettings, "ann_probes", "ARAG_INDEX__ANN_PROBES")),
     ] = None,
+    where: WhereOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Semantic search: chunk score = its best sentence's cosine."""
+    from arag.filters import parse_filter
+
     query = _nonempty([query], "query")[0]
+    scope = parse_filter(where)
     idx = _open_index(index_dir, probes=probes)
-    _print_hits(idx.semantic_search(query, top_k, exact=not approximate), as_json)
+    _scope_notes(idx, scope)
+    _print_hits(idx.semantic_search(query, top_k, exact=not approximate, where=scope), as_json)
 
 
 @app.command()
@@ -290,23 +327,48 @@ def read(
         list[str], typer.Argument(help="Chunk ids as search results and export show them, e.g. 'notes.md#0'.")
     ],
     index_dir: IndexOpt,
+    where: WhereOpt = None,
+    claim: Annotated[
+        str | None,
+        typer.Option("--claim", help="Also name the sentence of each chunk that best supports this text."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print chunks by id, with their neighbours' ids."""
-    found, missing = _open_index(index_dir).read(_nonempty(chunk_ids, "chunk id list"))
+    """Print chunks by id, with their neighbours' ids and where they come from (file, page, heading path)."""
+    from arag.citations import locate
+    from arag.filters import parse_filter
+
+    scope = parse_filter(where)
+    idx = _open_index(index_dir)
+    _scope_notes(idx, scope)
+    found, missing = idx.read(_nonempty(chunk_ids, "chunk id list"), scope)
+    sources = [locate(idx, r, claim) for r in found]
     if as_json:
         _print_json(
-            [{"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id} for r in found]
+            [
+                {
+                    "chunk_id": r.chunk_id,
+                    "text": r.text,
+                    "prev_id": r.prev_id,
+                    "next_id": r.next_id,
+                    "source": source.to_dict(),
+                }
+                for r, source in zip(found, sources, strict=True)
+            ]
         )
     else:
-        for r in found:
+        for r, source in zip(found, sources, strict=True):
             out.print(
-                f"[bold]{escape(r.chunk_id)}[/bold] (prev {r.prev_id or '-'}, next {r.next_id or '-'})",
+                f"[bold]{escape(r.chunk_id)}[/bold] (prev {r.prev_id or '-'}, next {r.next_id or '-'}) — "
+                f"{escape(source.label)}",
                 highlight=False,
             )
             out.print(r.text, markup=False, highlight=False)
+            if source.sentence:
+                out.print(f"  supports the claim: “{source.sentence}”", markup=False, highlight=False)
     for chunk_id in missing:
-        err.print(f"not found: {chunk_id}", highlight=False, markup=False)
+        reason = "not found (or outside the filter)" if scope is not None else "not found"
+        err.print(f"{reason}: {chunk_id}", highlight=False, markup=False)
     if missing:
         raise typer.Exit(1)
 
@@ -402,13 +464,16 @@ def ask(
     trajectory_file: Annotated[
         Path | None, typer.Option(help="Append the result as a JSON line to this file. [default: none]")
     ] = None,
+    where: WhereOpt = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question with the A-RAG agent, showing each step."""
     from arag.agent import check_question
+    from arag.filters import parse_filter
 
     question = check_question(question)
+    scope = parse_filter(where)
 
     settings = _settings(
         config,
@@ -428,17 +493,18 @@ def ask(
     from arag.api import make_agent
 
     idx = _open_index(index_dir, settings.index.threads)
+    _scope_notes(idx, scope)
     with _Status("loading the model…", enabled=not as_json):
         agent = make_agent(idx, settings, local_model=local_model)
     if as_json:
-        result = agent.run(question)
+        result = agent.run(question, scope)
     else:
         with _Status("thinking…", enabled=True) as status:
             agent.on_step = _show_step
             agent.on_model_call = lambda step: status.update(
                 f"thinking (model call {step + 1}; max {settings.agent.max_steps} tool steps)…"
             )
-            result = agent.run(question)
+            result = agent.run(question, scope)
     if settings.agent.trajectory_file:
         with settings.agent.trajectory_file.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
@@ -451,15 +517,28 @@ def ask(
             highlight=False,
         )
         out.print(result.answer or "(no answer)", markup=False, highlight=False)
-        for citation in result.citations:
-            mark = "verified" if citation["verified"] else "NOT among the chunks retrieved in this run"
-            out.print(f"  [{citation['chunk_id']}] {mark}", markup=False, highlight=False)
+        _print_citations(result.sources)
         if result.read_chunks:  # what the answer could rest on, whether or not the model cited it
             out.print(f"Chunks read: {', '.join(result.read_chunks)}", markup=False, highlight=False)
         if result.error:
             _say("[red]error[/red]", result.error)
     if result.stop_reason == "error":
         raise typer.Exit(1)
+
+
+def _print_citations(citations: list[dict[str, Any]]) -> None:
+    """Each cited chunk: whether the run was shown it, where it comes from, and the sentence that supports the
+    answer where one was found."""
+    for citation in citations:
+        if not citation["verified"]:
+            out.print(
+                f"  [{citation['chunk_id']}] NOT among the chunks retrieved in this run", markup=False, highlight=False
+            )
+            continue
+        where = citation.get("label") or citation["chunk_id"]
+        out.print(f"  [{citation['chunk_id']}] {where}", markup=False, highlight=False)
+        if citation.get("sentence"):
+            out.print(f"      “{citation['sentence']}”", markup=False, highlight=False)
 
 
 class _Status:

@@ -142,6 +142,10 @@ class Store(Protocol):
         """Character spans of a chunk's sentences within its text."""
         ...
 
+    def sentence_scores(self, query: np.ndarray, row: int) -> np.ndarray:
+        """The cosine of each of a chunk's sentences (in order) with ``query``, from the stored vectors."""
+        ...
+
     def semantic_chunks(
         self, query: np.ndarray, top_k: int, exact: bool, scope: Scope | None = None
     ) -> list[SemanticMatch]:

@@ -500,6 +500,12 @@ class EmbeddedStore:
         begin, end = int(self._offsets[row]), int(self._offsets[row + 1])
         return [(int(a), int(b)) for a, b in self._spans[begin:end]]
 
+    def sentence_scores(self, query: np.ndarray, row: int) -> np.ndarray:
+        begin, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        if end <= begin:
+            return np.zeros(0, np.float32)
+        return np.asarray(self.sentence_vectors(np.arange(begin, end)) @ query.astype(np.float32), dtype=np.float32)
+
     def sentence_vectors(self, sentence_rows: np.ndarray) -> np.ndarray:
         positions = np.asarray(sentence_rows) if self._ivf is None else self._ivf[3][np.asarray(sentence_rows)]
         return dequantize(np.asarray(self._vectors[positions]))

@@ -487,6 +487,9 @@ class PgStore:
                 return rows
             m = min(total, m * 4)
 
+    def sentence_scores(self, query: np.ndarray, row: int) -> np.ndarray:
+        return self._sentence_scores(self._query_value(query), [row]).get(row, np.zeros(0, np.float32))
+
     def _sentence_scores(self, value: Any, rows: list[int]) -> dict[int, np.ndarray]:
         """Each chunk's sentence scores in sentence order, computed where the rows live (an aggregate, so
         postgres_fdw ships the computation, not the vectors)."""

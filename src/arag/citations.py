@@ -1,0 +1,147 @@
+"""Citations resolved to their source: the file, the page range of a PDF or the heading path of Markdown and HTML,
+and, where one can be found, the sentence of the cited chunk that best supports the claim.
+
+A chunk records where it came from when it is indexed (``corpus.readers.Structure.locate``): its offsets in the
+source, and the page and heading path at each offset where they change. The supporting sentence is the chunk's
+sentence whose stored vector is closest to the claim (the answer's text before the citation); below
+MIN_SUPPORT it is not named (the chunk is still located)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from arag.errors import ARagError
+from arag.index import Index
+from arag.store import ChunkRecord
+
+# below this cosine (all-MiniLM-L6-v2) a sentence no longer restates the claim: related text, not support
+MIN_SUPPORT = 0.35
+_CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
+
+
+@dataclass
+class SourceLocation:
+    """Where a chunk (and, found, the sentence supporting a claim) comes from."""
+
+    chunk_id: str
+    doc_id: str
+    path: str | None = None
+    title: str | None = None
+    pages: list[int] = field(default_factory=list)  # first and last page (one item: a single page)
+    headings: list[str] = field(default_factory=list)  # the heading path, outermost first
+    start: int | None = None  # the chunk's offsets in the source file (PDF, HTML: in the extracted text)
+    end: int | None = None
+    sentence: str | None = None  # the sentence that supports the claim
+    sentence_start: int | None = None  # its offsets within the chunk's text
+    sentence_end: int | None = None
+    score: float | None = None  # the sentence's cosine with the claim
+
+    @property
+    def label(self) -> str:
+        """``guide.pdf, page 12`` / ``guide.md › Anal cancer › Radiation``: what a person looks up."""
+        where = self.path or self.doc_id
+        if self.pages:
+            span = f"page {self.pages[0]}" if len(self.pages) == 1 else f"pages {self.pages[0]}–{self.pages[-1]}"
+            where += f", {span}"
+        if self.headings:
+            where += " › " + " › ".join(self.headings)
+        return where
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "label": self.label}
+
+
+def locate(index: Index, record: ChunkRecord, claim: str | None = None) -> SourceLocation:
+    """Where ``record`` comes from; with ``claim``, down to its sentence that best supports it."""
+    document = index.document(record.doc_id)
+    metadata = (document.metadata if document else None) or {}
+    path = metadata.get("path")
+    location = SourceLocation(
+        record.chunk_id,
+        record.doc_id,
+        path=str(path) if path is not None else None,
+        title=document.title if document else None,
+    )
+    recorded = record.location or {}
+    location.start, location.end = recorded.get("start"), recorded.get("end")
+    at = 0  # where in the chunk: its start, or the supporting sentence's
+    if claim and claim.strip():
+        sentence = _supporting_sentence(index, record, claim)
+        if sentence is not None:
+            location.sentence, location.sentence_start, location.sentence_end, location.score = sentence
+            at = location.sentence_start or 0
+    pages = recorded.get("pages") or []
+    if pages:
+        first = _value_at(pages, at)
+        last = _value_at(pages, location.sentence_end - 1 if location.sentence_end else len(record.text))
+        location.pages = [first] if first == last else [first, last]
+    headings = recorded.get("headings") or []
+    if headings:
+        location.headings = list(_value_at(headings, at) or [])
+    return location
+
+
+def resolve(index: Index, answer: str, citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``citations`` (``{"chunk_id", "verified"}``) with where each comes from: the source's label and fields,
+    and the sentence of the chunk that best supports the part of ``answer`` it is cited for."""
+    claims = claims_by_citation(answer)
+    wanted = [c["chunk_id"] for c in citations]
+    try:
+        records, _missing = index.read(wanted)
+    except ARagError:
+        return citations
+    by_id = {record.chunk_id: record for record in records}
+    out = []
+    for citation in citations:
+        record = by_id.get(citation["chunk_id"])
+        if record is None:
+            out.append(citation)
+            continue
+        try:
+            located = locate(index, record, claims.get(citation["chunk_id"]))
+        except ARagError:  # an embedding endpoint that fails costs the sentence, not the answer
+            located = locate(index, record)
+        out.append({**citation, **{k: v for k, v in located.to_dict().items() if k != "chunk_id"}})
+    return out
+
+
+def claims_by_citation(answer: str) -> dict[str, str]:
+    """For each chunk id cited in ``answer``, the text it is cited for: the answer's text from the previous
+    citation (or the start) up to this one; the whole answer when that is empty."""
+    whole = _CITATION.sub(" ", answer).strip()
+    claims: dict[str, str] = {}
+    previous = 0
+    for match in _CITATION.finditer(answer):
+        text = " ".join(answer[previous : match.start()].split()).strip(" ,;")
+        for part in re.split(r"[,;]\s*", match.group(1)):
+            chunk_id = re.sub(r"^chunks?\s*:?\s*", "", part.strip(), flags=re.I).strip()
+            if chunk_id:
+                claims.setdefault(chunk_id, text or whole)
+        previous = match.end()
+    return claims
+
+
+def _supporting_sentence(index: Index, record: ChunkRecord, claim: str) -> tuple[str, int, int, float] | None:
+    spans = list(record.spans) if record.spans is not None else index.store.sentence_spans(record.row)
+    if not spans:
+        return None
+    scores = index.store.sentence_scores(index.embedder.embed_query(claim), record.row)
+    if len(scores) != len(spans):
+        return None
+    best = int(scores.argmax())
+    if float(scores[best]) < MIN_SUPPORT:
+        return None
+    start, end = spans[best]
+    return record.text[start:end].strip(), start, end, round(float(scores[best]), 4)
+
+
+def _value_at(changes: list[list[Any]], offset: int) -> Any:
+    """The value of a ``[[offset, value], …]`` change list (offsets ascending, the first at 0) at ``offset``."""
+    value = changes[0][1] if changes else None
+    for start, current in changes:
+        if start > offset:
+            break
+        value = current
+    return value
