@@ -101,7 +101,7 @@ def test_search_read_info_export(live: LiveServer) -> None:
         semantic = client.post("/api/search/semantic", json={"query": "Lothair mother", "top_k": 3}).json()
         assert len(semantic) == 3
         read = client.post("/api/read", json={"chunk_ids": ["Waldrada#0", "nope"]})
-        assert [set(c) for c in read.json()] == [{"chunk_id", "text", "prev_id", "next_id"}]  # `arag read --json`
+        assert [set(c) for c in read.json()] == [{"chunk_id", "text", "prev_id", "next_id", "source"}]  # `arag read --json`
         assert read.json()[0]["chunk_id"] == "Waldrada#0" and read.headers["x-missing-chunk-ids"] == '["nope"]'
         chunk = client.get("/api/chunks/Waldrada#0".replace("#", "%23")).json()
         assert chunk["position"] == 1 and chunk["of"] == 1 and chunk["doc_id"] == "Waldrada"
@@ -301,3 +301,80 @@ def test_fuzzed_bodies_never_break_the_server(live: LiveServer, path: str, body:
     response = httpx.post(live.url + path, content=json.dumps(body).encode(), timeout=60)
     assert response.status_code in (200, 413, 422), (path, body, response.text[:300])
     response.json()  # always a JSON reply
+
+
+# ------------------------------------------------------------------ conversations and scope over HTTP
+def test_a_conversation_over_http_follows_up_streams_and_is_deleted(live: LiveServer, llm: ScriptedServer) -> None:
+    llm.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair II"]})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Lothair II#0"]}, "c2")]),
+        completion("Ermengarde of Tours [chunk Lothair II#0]"),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Lothair II#0", "Ermengarde of Tours#0"]})]),
+        completion("20 March 851 [chunk Ermengarde of Tours#0]"),
+    ]
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        opened = client.post("/api/conversations", json={})
+        assert opened.status_code == 201
+        conversation = opened.json()["id"]
+        assert len(conversation) >= 32 and opened.json()["turns"] == []  # 24 random bytes: not guessable
+        first = client.post(f"/api/conversations/{conversation}/ask", json={"question": "Who was Lothair II's mother?"})
+        assert first.json()["turn"] == 1 and first.json()["answer"].startswith("Ermengarde")
+        with client.stream(
+            "POST", f"/api/conversations/{conversation}/ask/stream", json={"question": "And when did she die?"}
+        ) as response:
+            events = list(sse_events(response))
+        assert [e for e, _ in events] == ["step", "answer", "done"]
+        assert "already read earlier in this session" in events[0][1]["observation"]
+        answer = events[1][1]
+        assert answer["turn"] == 2 and answer["answer"].startswith("20 March 851")
+        assert answer["sources"][0]["chunk_id"] == "Ermengarde of Tours#0" and answer["sources"][0]["label"]
+        # the follow-up's request carried the first turn
+        assert any("Who was Lothair II's mother?" in str(m.get("content")) for m in llm.requests[3]["messages"])
+        thread = client.get(f"/api/conversations/{conversation}").json()
+        assert [t["question"] for t in thread["turns"]] == ["Who was Lothair II's mother?", "And when did she die?"]
+        assert {s["chunk_id"] for s in thread["sources"]} == {"Lothair II#0", "Ermengarde of Tours#0"}
+        assert client.delete(f"/api/conversations/{conversation}").status_code == 204
+        assert client.post(f"/api/conversations/{conversation}/ask", json={"question": "q?"}).status_code == 404
+        assert client.get("/api/conversations/not-an-id").status_code == 404
+
+
+def test_an_idle_conversation_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arag.serve import http
+
+    clock = [1000.0]
+    monkeypatch.setattr(http.time, "monotonic", lambda: clock[0])
+    store = http.Conversations(idle_expiry_s=60, max_open=2)
+    kept = store.add(object())  # type: ignore[arg-type]
+    clock[0] += 59
+    store.get(kept)  # a question keeps it open
+    clock[0] += 59
+    assert store.get(kept) is not None
+    clock[0] += 61
+    with pytest.raises(http.HTTPException) as gone:
+        store.get(kept)
+    assert gone.value.status_code == 404
+    first, second, third = (store.add(object()) for _ in range(3))  # type: ignore[arg-type]
+    with pytest.raises(http.HTTPException):
+        store.get(first)  # the least recently used beyond max_open
+    assert store.get(second) is not None and store.get(third) is not None
+
+
+def test_scoped_search_ask_and_cited_chunks_over_http(live: LiveServer, llm: ScriptedServer) -> None:
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        assert "path" in client.get("/api/info").json()["metadata_fields"]
+        hits = client.post("/api/search/keyword", json={"keywords": ["Lothair"], "where": "title=Waldrada"}).json()
+        assert [h["chunk_id"] for h in hits] == ["Waldrada#0"]
+        bad = client.post("/api/search/semantic", json={"query": "q", "where": "title=="})
+        assert bad.status_code == 400 and "cannot read the filter" in bad.json()["detail"]
+        read = client.post("/api/read", json={"chunk_ids": ["Waldrada#0"], "claim": "Waldrada was his mistress."})
+        source = read.json()[0]["source"]
+        assert source["label"] == "hipporag_corpus.json" and "Waldrada was the mistress" in source["sentence"]
+        chunk = client.get("/api/chunks/Waldrada%230", params={"claim": "Waldrada was his mistress."}).json()
+        start, end = chunk["source"]["sentence_start"], chunk["source"]["sentence_end"]
+        assert "Waldrada was the mistress" in chunk["text"][start:end]
+        llm.replies = [
+            completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair"]})]),
+            completion("Waldrada [chunk Waldrada#0]"),
+        ]
+        answer = client.post("/api/ask", json={"question": "Who?", "where": "title=Waldrada"}).json()
+        assert "Lothair II#0" not in answer["trajectory"][0]["observation"] and answer["sources"][0]["verified"]

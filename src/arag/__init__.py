@@ -1,7 +1,7 @@
 """A-RAG: agentic retrieval-augmented generation with hierarchical retrieval interfaces."""
 
-from arag.agent import Agent, AgentResult
-from arag.api import ask, make_agent, open_index, stream
+from arag.agent import Agent, AgentResult, Conversation
+from arag.api import ask, conversation, make_agent, open_index, stream
 from arag.errors import ARagError
 from arag.index import Index, SearchHit
 from arag.settings import Settings, load_settings
@@ -11,11 +11,13 @@ __all__ = [
     "ARagError",
     "Agent",
     "AgentResult",
+    "Conversation",
     "Index",
     "SearchHit",
     "Settings",
     "Toolkit",
     "ask",
+    "conversation",
     "load_settings",
     "make_agent",
     "open_index",

@@ -9,6 +9,8 @@
     toolkit = arag.Toolkit(index)                            # the tools as the model sees them (one tracker)
     print(toolkit.call("chunk_read", {"chunk_ids": ["notes.md#0"]}).observation)
     result = arag.ask(index, "When did Lothair II's mother die?")   # an AgentResult
+    chat = arag.conversation(index)                               # follow-ups in context, one tracker
+    chat.ask("Who was Lothair II's mother?"); chat.ask("And when did she die?")
     for event in arag.stream(index, "When did Lothair II's mother die?"):
         print(event["type"], event)                           # "step" events as they happen, then "result"
 
@@ -25,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from arag.agent import Agent, AgentResult, Step, check_question
+from arag.agent import Agent, AgentResult, Conversation, Step, check_question
 from arag.filters import parse_filter
 from arag.index import Index
 from arag.models.endpoint import ChatModel
@@ -61,6 +63,18 @@ def ask(
     return make_agent(index, settings, model).run(question, where)
 
 
+def conversation(
+    index: Index,
+    settings: Settings | None = None,
+    model: ChatModel | None = None,
+    where: str | None = None,
+) -> Conversation:
+    """A conversation over ``index``: its questions follow one another (earlier turns in context, one context
+    tracker), bounded by ``settings.conversation.max_tokens``; ``where`` scopes all of its questions."""
+    settings = settings or load_settings()
+    return Conversation(make_agent(index, settings, model), settings.conversation.max_tokens, parse_filter(where))
+
+
 def step_event(step: Step, number: int) -> dict[str, Any]:
     return {"type": "step", "number": number, **asdict(step)}
 
@@ -73,13 +87,15 @@ def stream(
     agent: Agent | None = None,
     stop: threading.Event | None = None,
     where: str | None = None,
+    conversation: Conversation | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The agent's steps as events while it works: ``{"type": "step", ...}`` per tool call, then
     ``{"type": "result", ...}`` (the whole :class:`AgentResult`), or ``{"type": "error", "message": ...}``.
-    Closing the iterator early stops waiting (the question ends at its next step or its time budget)."""
+    Closing the iterator early stops waiting (the question ends at its next step or its time budget). In a
+    ``conversation``, the question follows its earlier turns (and its agent answers)."""
     question = check_question(question)
     scope = parse_filter(where)  # a malformed filter is the caller's error, before any work
-    agent = agent or make_agent(index, settings, model)
+    agent = conversation.agent if conversation is not None else agent or make_agent(index, settings, model)
     events: queue.Queue[dict[str, Any]] = queue.Queue()
     counter = iter(range(1, 1_000_000))
     agent.on_step = lambda step: events.put(step_event(step, next(counter)))
@@ -88,7 +104,12 @@ def stream(
 
     def work() -> None:
         try:
-            events.put({"type": "result", **agent.run(question, scope).to_dict()})
+            if conversation is not None:
+                with conversation.lock:
+                    result = agent.run(question, scope if scope is not None else conversation.where, conversation)
+            else:
+                result = agent.run(question, scope)
+            events.put({"type": "result", **result.to_dict()})
         except Exception as exc:  # delivered as an event: the consumer may be another thread or a web client
             events.put({"type": "error", "message": str(exc) or type(exc).__name__})
 

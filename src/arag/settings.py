@@ -340,6 +340,28 @@ class ServerSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (default: none).")
 
 
+class ConversationSettings(BaseModel):
+    """Conversations: questions that follow one another with one context tracker (arag chat, the Python
+    ``Conversation``, the HTTP API's /api/conversations)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(
+        8000,
+        ge=200,
+        le=1_000_000,
+        description="The earlier turns kept in the model's context, in tokens. Past it the oldest turn is kept as "
+        "its question and answer only (its tool steps leave the context, and the chunks it read may be read "
+        "again), and past it still the oldest turn is dropped.",
+    )
+    idle_expiry_s: float = Field(
+        3600.0, gt=0, description="arag serve forgets a conversation idle this long (seconds)."
+    )
+    max_open: int = Field(
+        256, ge=1, le=100_000, description="Conversations arag serve keeps at once (the least recently used go)."
+    )
+
+
 class Settings(BaseSettings):
     """All of a-rag's settings."""
 
@@ -353,6 +375,9 @@ class Settings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Agent loop.")
     eval: EvalSettings = Field(default_factory=EvalSettings, description="Evaluation protocol.")
     server: ServerSettings = Field(default_factory=ServerSettings, description="arag serve.")
+    conversation: ConversationSettings = Field(
+        default_factory=ConversationSettings, description="Conversations (follow-up questions)."
+    )
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="Override USD per 1M tokens as {model: (input, output)}.",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arag.agent import prompts
 from arag.agent.actions import NOT_ACTIONS, Action, ActionSpec, ToolCall, action_format
@@ -21,6 +21,10 @@ from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings
 from arag.tools.toolkit import Toolkit, ToolResult
+from arag.tools.tracker import ContextTracker
+
+if TYPE_CHECKING:
+    from arag.agent.conversation import Conversation
 
 
 class Agent:
@@ -51,10 +55,12 @@ class Agent:
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
         self.cancelled: Callable[[], bool] | None = None  # checked before each step (a client went away)
 
-    def run(self, question: str, where: str | Filter | None = None) -> AgentResult:
+    def run(
+        self, question: str, where: str | Filter | None = None, conversation: Conversation | None = None
+    ) -> AgentResult:
         """Answer ``question``; with ``where`` (a filter on document metadata, arag.filters), from those documents
-        only."""
-        run, policies = self._start(check_question(question), where)
+        only; in a ``conversation``, after its earlier turns and with its context tracker."""
+        run, policies = self._start(check_question(question), where, conversation)
         try:
             self._opening_calls(run, policies)
             while self._next_step(run):
@@ -73,18 +79,27 @@ class Agent:
             run.fail("time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)")
         except LLMError as exc:
             run.fail("error", str(exc))
-        return run.result(self.model.cost)
+        return self._finish(run, conversation)
 
     # ------------------------------------------------------------------ the loop's parts
-    def _start(self, question: str, where: str | Filter | None = None) -> tuple[RunState, list[Policy]]:
-        toolkit = self._toolkit()
+    def _start(
+        self, question: str, where: str | Filter | None, conversation: Conversation | None
+    ) -> tuple[RunState, list[Policy]]:
+        toolkit = self._toolkit(conversation.tracker if conversation else None)
         toolkit.scope = parse_filter(where) if isinstance(where, str) else where
         toolkit.focus_query = question
-        run = RunState(question, self.system_message, toolkit, self.settings, self._observation, self.on_step)
+        history = conversation.history() if conversation else []
+        run = RunState(question, self.system_message, toolkit, self.settings, self._observation, self.on_step, history)
         policies = [cls(self.settings) for cls in self.bundle.policies]  # a policy's state is one question's
         for policy in policies:
             policy.start(run)
         return run, policies
+
+    def _finish(self, run: RunState, conversation: Conversation | None) -> AgentResult:
+        result = run.result(self.model.cost)
+        if conversation is not None:
+            conversation.record(run, result)
+        return result
 
     def _opening_calls(self, run: RunState, policies: list[Policy]) -> None:
         for policy in policies:
@@ -184,12 +199,12 @@ class Agent:
         run.tell(prompts.budget_note(left, tokens_left if self.bundle.profile.budget_tokens else None))
 
     # ------------------------------------------------------------------ helpers
-    def _toolkit(self) -> Toolkit:
+    def _toolkit(self, tracker: ContextTracker | None = None) -> Toolkit:
         names = {str(k): v for k, v in self.settings.tool_names.items()}
         view = self.bundle.view
         if getattr(self.actions, "flat", False):
             view = replace(view, flat_calls=True)
-        return Toolkit(self.index, enabled=self.settings.tools, names=names, view=view)
+        return Toolkit(self.index, tracker=tracker, enabled=self.settings.tools, names=names, view=view)
 
     def _observation(self, call: ToolCall, text: str) -> dict[str, Any]:
         if call.call_id is not None:

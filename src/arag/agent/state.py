@@ -96,12 +96,18 @@ class RunState:
         settings: AgentSettings,
         observe: Callable[[ToolCall, str], dict[str, Any]],
         on_step: Callable[[Step], None] | None = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> None:
         self.question, self.toolkit, self.settings = question, toolkit, settings
+        self._history = len(history or [])  # a conversation's earlier turns come before the question
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
+            *(history or []),
             {"role": "user", "content": f"Question: {question}"},
         ]
+        # what the tracker held before this question (a conversation's tracker outlives its questions)
+        tracker = toolkit.tracker
+        self._before = (tracker.retrieved_tokens, set(tracker.read_ids), set(tracker.seen_ids))
         self.trajectory: list[Step] = []
         self.actions: list[Action] = []  # every parsed reply of the model, in order
         self.searches: list[Search] = []
@@ -277,7 +283,24 @@ class RunState:
         self.answer_from = source
         return answer
 
+    def turn_messages(self) -> list[dict[str, Any]]:
+        """This question's messages: the question, the tool steps, the answer (a conversation keeps them)."""
+        messages = self.messages[1 + self._history :]
+        last_reply_answers = (
+            bool(messages)
+            and messages[-1].get("role") == "assistant"
+            and self.answer_from == "model"
+            and bool(self.actions)
+            and not self.actions[-1].calls
+        )
+        if self.answer and not last_reply_answers:
+            # the loop answered for the model, or an answer it held earlier stands: the context says which
+            messages = [*messages, {"role": "assistant", "content": f"Answer: {self.answer}"}]
+        return messages
+
     def result(self, cost: Callable[[Usage], float | None]) -> AgentResult:
+        tokens_before, read_before, seen_before = self._before
+        tracker = self.toolkit.tracker
         return AgentResult(
             self.question,
             self.answer,
@@ -287,11 +310,11 @@ class RunState:
             self.trajectory,
             self.usage,
             cost(self.usage),
-            self.toolkit.tracker.retrieved_tokens,
+            tracker.retrieved_tokens - tokens_before,
             round(time.perf_counter() - self.started, 3),
             self.error,
-            sorted(self.toolkit.tracker.read_ids),
-            sorted(self.toolkit.tracker.seen_ids),
+            sorted(tracker.read_ids - read_before),
+            sorted(tracker.seen_ids - seen_before),
             self.model_calls,
             self.answer_from,
             self.plan,

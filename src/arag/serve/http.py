@@ -15,6 +15,8 @@ import hmac
 import json
 import secrets
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -29,12 +31,16 @@ from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arag import __version__
+from arag.agent import Conversation
+from arag.citations import locate
 from arag.errors import ARagError, ConfigError
+from arag.filters import MAX_FILTER_CHARS, Filter, FilterError, parse_filter
 from arag.index import Index
 from arag.settings import Settings
 from arag.tools.arguments import MAX_QUERY_CHARS
 from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import MAX_KEYWORDS, MAX_READ, MAX_TOP_K
+from arag.tools.view import CLIENT_VIEW
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)
@@ -42,23 +48,79 @@ WEB = "web"
 
 
 # ------------------------------------------------------------------ request bodies (bounded)
+_WHERE = Field(None, max_length=MAX_FILTER_CHARS, description="A filter on document metadata (arag.filters).")
+
+
 class KeywordQuery(BaseModel):
     keywords: list[str] = Field(min_length=1, max_length=MAX_KEYWORDS)
     top_k: int = Field(5, ge=1, le=MAX_TOP_K)
+    where: str | None = _WHERE
 
 
 class SemanticQuery(BaseModel):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     top_k: int = Field(5, ge=1, le=MAX_TOP_K)
+    where: str | None = _WHERE
 
 
 class ReadQuery(BaseModel):
     chunk_ids: list[str] = Field(min_length=1, max_length=MAX_READ)
+    where: str | None = _WHERE
+    claim: str | None = Field(None, max_length=MAX_QUERY_CHARS, description="Name each chunk's sentence that best "
+                              "supports this text.")  # fmt: skip
 
 
 class AskQuery(BaseModel):
     question: str = Field(min_length=1, max_length=20_000)
     max_steps: int | None = Field(None, ge=1, le=50)
+    where: str | None = _WHERE
+
+
+class NewConversation(BaseModel):
+    where: str | None = _WHERE  # every question of the conversation stays within it
+    max_steps: int | None = Field(None, ge=1, le=50)
+
+
+class FollowUp(BaseModel):
+    question: str = Field(min_length=1, max_length=20_000)
+    where: str | None = _WHERE  # this question only (else the conversation's)
+
+
+class Conversations:
+    """The open conversations: ids a client cannot guess (``secrets.token_urlsafe``), forgotten after
+    ``idle_expiry_s`` without a question, and the least recently used beyond ``max_open``."""
+
+    def __init__(self, idle_expiry_s: float, max_open: int) -> None:
+        self.idle_expiry_s, self.max_open = idle_expiry_s, max_open
+        self._open: OrderedDict[str, tuple[Conversation, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, conversation: Conversation) -> str:
+        conversation_id = secrets.token_urlsafe(24)
+        with self._lock:
+            self._expire()
+            self._open[conversation_id] = (conversation, time.monotonic())
+            while len(self._open) > self.max_open:
+                self._open.popitem(last=False)
+        return conversation_id
+
+    def get(self, conversation_id: str) -> Conversation:
+        with self._lock:
+            self._expire()
+            found = self._open.pop(conversation_id, None)
+            if found is None:
+                raise HTTPException(404, "no such conversation (it may have expired)")
+            self._open[conversation_id] = (found[0], time.monotonic())
+            return found[0]
+
+    def remove(self, conversation_id: str) -> bool:
+        with self._lock:
+            return self._open.pop(conversation_id, None) is not None
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (_c, used) in self._open.items() if now - used > self.idle_expiry_s]:
+            del self._open[key]
 
 
 # ------------------------------------------------------------------ middleware
@@ -158,35 +220,54 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         except ARagError as exc:
             raise HTTPException(400, str(exc)) from None
 
+    def where(text: str | None) -> Filter | None:
+        try:
+            return parse_filter(text)
+        except FilterError as exc:
+            raise HTTPException(400, str(exc)) from None
+
     @app.get("/api/info")
     async def info() -> dict[str, Any]:
-        """The index manifest, as ``arag info`` prints it."""
-        return asdict(index.manifest)
+        """The index manifest, as ``arag info`` prints it, and the metadata fields a filter can use."""
+        fields = await anyio.to_thread.run_sync(index.metadata_fields)
+        return {**asdict(index.manifest), "metadata_fields": fields}
 
     @app.post("/api/search/keyword")
     async def keyword(body: KeywordQuery) -> list[dict[str, Any]]:
         keywords = [k for k in body.keywords if k.strip()]
         if not keywords:
             raise HTTPException(422, "the keyword list is empty")
-        hits = await bounded(index.keyword_search, keywords, body.top_k)
+        hits = await bounded(index.keyword_search, keywords, body.top_k, where(body.where))
         return [h.to_dict() for h in hits]
 
     @app.post("/api/search/semantic")
     async def semantic(body: SemanticQuery) -> list[dict[str, Any]]:
         if not body.query.strip():
             raise HTTPException(422, "the query is empty")
-        hits = await bounded(index.semantic_search, body.query, body.top_k)
+        scope = where(body.where)
+        hits = await bounded(lambda: index.semantic_search(body.query, body.top_k, where=scope))
         return [h.to_dict() for h in hits]
 
     @app.post("/api/read")
     async def read(body: ReadQuery) -> JSONResponse:
-        """The chunks found, as ``arag read --json`` prints them; ids not found are listed in the
-        ``X-Missing-Chunk-Ids`` header (JSON), as the CLI lists them on stderr."""
-        found, missing = await bounded(index.read, body.chunk_ids)
-        rows = [{"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id} for r in found]
+        """The chunks found, as ``arag read --json`` prints them (with where each comes from); ids not found (or
+        outside the filter) are listed in the ``X-Missing-Chunk-Ids`` header (JSON), as the CLI lists them on
+        stderr."""
+        scope = where(body.where)
+
+        def read_located() -> tuple[list[dict[str, Any]], list[str]]:
+            found, missing = index.read(body.chunk_ids, scope)
+            rows = [
+                {"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id,
+                 "source": locate(index, r, body.claim).to_dict()}
+                for r in found
+            ]  # fmt: skip
+            return rows, missing
+
+        rows, missing = await bounded(read_located)
         return JSONResponse(rows, headers={"X-Missing-Chunk-Ids": json.dumps(missing)} if missing else None)
 
-    sessions = ToolkitSessions(index, keep=MAX_SESSIONS)
+    sessions = ToolkitSessions(index, keep=MAX_SESSIONS, view=CLIENT_VIEW)
 
     @app.post("/api/tools/{name}")
     async def tool(name: str, arguments: dict[str, Any], request: Request) -> JSONResponse:
@@ -199,11 +280,14 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         return JSONResponse(body, headers={"X-Session-Id": session_id})
 
     @app.get("/api/chunks/{chunk_id:path}")
-    async def chunk(chunk_id: str) -> dict[str, Any]:
+    async def chunk(chunk_id: str, claim: str | None = Query(None, max_length=MAX_QUERY_CHARS)) -> dict[str, Any]:
+        """A chunk, where it comes from, and (with ``claim``) its sentence that best supports the claim: the web
+        page opens a citation with that sentence highlighted."""
         found, _ = await bounded(index.read, [chunk_id[:MAX_QUERY_CHARS]])
         if not found:
             raise HTTPException(404, f"no chunk {chunk_id!r}")
-        return _chunk_dict(index, found[0])
+        source = await bounded(locate, index, found[0], claim)
+        return {**_chunk_dict(index, found[0]), "source": source.to_dict()}
 
     @app.get("/api/export")
     async def export() -> StreamingResponse:
@@ -220,8 +304,9 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         if not asks.acquire(blocking=False):
             return _busy()
         try:
+            scope = where(body.where)
             agent = await anyio.to_thread.run_sync(new_agent, body.max_steps)
-            result = await anyio.to_thread.run_sync(agent.run, question)
+            result = await anyio.to_thread.run_sync(agent.run, question, scope)
         except ARagError as exc:
             raise HTTPException(400, str(exc)) from None
         finally:
@@ -232,9 +317,19 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
     async def ask_stream(body: AskQuery, request: Request) -> Any:
         """Server-Sent Events: ``step`` per tool call as it happens, then ``answer``, then ``done``;
         an ``error`` event if the question cannot be answered."""
+        question = _question(body.question)
+        where(body.where)  # a malformed filter is a 400 before the stream starts
+        return ask_events(question, body.where, request, max_steps=body.max_steps)
+
+    def ask_events(
+        question: str,
+        scope: str | None,
+        request: Request,
+        max_steps: int | None = None,
+        conversation: Conversation | None = None,
+    ) -> Any:
         from arag.api import stream
 
-        question = _question(body.question)
         if not asks.acquire(blocking=False):
             return _busy()
         stop = threading.Event()
@@ -242,17 +337,19 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         async def events() -> AsyncIterator[bytes]:
             try:
                 try:
-                    agent = await anyio.to_thread.run_sync(new_agent, body.max_steps)
+                    agent = None if conversation else await anyio.to_thread.run_sync(new_agent, max_steps)
                 except ARagError as exc:
                     yield _sse("error", {"message": str(exc)})
                     return
-                iterator = stream(index, question, agent=agent, stop=stop)
+                iterator = stream(index, question, agent=agent, stop=stop, where=scope, conversation=conversation)
                 while True:
                     event = await anyio.to_thread.run_sync(next, iterator, None)
                     if event is None or await request.is_disconnected():
                         break
                     kind = event["type"]
                     payload = {k: v for k, v in event.items() if k != "type"}
+                    if kind == "result" and conversation is not None:
+                        payload["turn"] = len(conversation.turns)
                     yield _sse("answer" if kind == "result" else kind, payload)
                     if kind in ("result", "error"):
                         break
@@ -264,6 +361,65 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         return StreamingResponse(
             events(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         )
+
+    # ------------------------------------------------------------------ conversations
+    conversations = Conversations(settings.conversation.idle_expiry_s, settings.conversation.max_open)
+
+    def conversation_view(conversation_id: str, conversation: Conversation) -> dict[str, Any]:
+        turns = [
+            {"question": t.question, "answer": t.result.answer, "sources": t.result.sources, "compacted": t.compacted}
+            for t in conversation.turns
+        ]
+        return {"id": conversation_id, "turns": turns, "expires_after_idle_s": conversations.idle_expiry_s}
+
+    @app.post("/api/conversations", status_code=201)
+    async def new_conversation(body: NewConversation | None = None) -> dict[str, Any]:
+        """Open a conversation: its questions follow one another, with one context tracker (docs: README,
+        Conversations). Returns its id, to send with each question; it expires when idle."""
+        body = body or NewConversation()
+        scope = where(body.where)
+        agent = await bounded(new_agent, body.max_steps)
+        conversation = Conversation(agent, settings.conversation.max_tokens, scope)
+        return conversation_view(conversations.add(conversation), conversation)
+
+    @app.get("/api/conversations/{conversation_id}")
+    async def get_conversation(conversation_id: str) -> dict[str, Any]:
+        """The conversation's turns so far (question, answer, resolved citations) and every source it used."""
+        conversation = conversations.get(conversation_id[:64])
+        view = conversation_view(conversation_id, conversation)
+        return {**view, "sources": await bounded(conversation.sources)}
+
+    @app.delete("/api/conversations/{conversation_id}", status_code=204)
+    async def delete_conversation(conversation_id: str) -> Response:
+        if not conversations.remove(conversation_id[:64]):
+            raise HTTPException(404, "no such conversation (it may have expired)")
+        return Response(status_code=204)
+
+    def follow_up(conversation_id: str, body: FollowUp) -> tuple[Conversation, str, Filter | None]:
+        conversation = conversations.get(conversation_id[:64])
+        if conversation.lock.locked():
+            raise HTTPException(409, "this conversation is answering a question; wait for its answer")
+        return conversation, _question(body.question), where(body.where)
+
+    @app.post("/api/conversations/{conversation_id}/ask")
+    async def converse(conversation_id: str, body: FollowUp) -> Any:
+        """The next question of the conversation; its answer as /api/ask gives it, with ``turn`` (from 1)."""
+        conversation, question, scope = follow_up(conversation_id, body)
+        if not asks.acquire(blocking=False):
+            return _busy()
+        try:
+            result = await anyio.to_thread.run_sync(conversation.ask, question, scope)
+        except ARagError as exc:
+            raise HTTPException(400, str(exc)) from None
+        finally:
+            asks.release()
+        return {**result.to_dict(), "turn": len(conversation.turns)}
+
+    @app.post("/api/conversations/{conversation_id}/ask/stream")
+    async def converse_stream(conversation_id: str, body: FollowUp, request: Request) -> Any:
+        """The next question, its steps as Server-Sent Events as /api/ask/stream sends them."""
+        conversation, question, _scope = follow_up(conversation_id, body)
+        return ask_events(question, body.where, request, conversation=conversation)
 
     # ------------------------------------------------------------------ evaluation runs
     def run_path(name: str) -> Path:

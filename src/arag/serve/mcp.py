@@ -24,6 +24,7 @@ from arag.index import Index
 from arag.jsonsafe import clean_json_value, json_depth, loads_bounded
 from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import Toolkit
+from arag.tools.view import CLIENT_VIEW
 
 MAX_LINE_CHARS = 4 * 1024 * 1024
 MAX_DEPTH = 32
@@ -57,7 +58,7 @@ def build_server(toolkit_for: Callable[[Any], Toolkit]) -> Server:
 
 def per_session_toolkits(index: Index) -> Callable[[Any], Toolkit]:
     """One toolkit per MCP session over HTTP, by the session id the transport assigns (``mcp-session-id``)."""
-    sessions = ToolkitSessions(index)
+    sessions = ToolkitSessions(index, view=CLIENT_VIEW)
 
     def toolkit_for(ctx: Any) -> Toolkit:
         request = getattr(ctx, "request", None)
@@ -67,7 +68,7 @@ def per_session_toolkits(index: Index) -> Callable[[Any], Toolkit]:
 
 
 def serve(index: Index) -> None:
-    toolkit = Toolkit(index)  # a stdio server serves one session
+    toolkit = Toolkit(index, view=CLIENT_VIEW)  # a stdio server serves one session
     server = build_server(lambda session: toolkit)
 
     async def main() -> None:

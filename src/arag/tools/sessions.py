@@ -7,15 +7,16 @@ from collections import OrderedDict
 
 from arag.index import Index
 from arag.tools.toolkit import Toolkit
+from arag.tools.view import ResultView
 
 
 class ToolkitSessions:
     """One :class:`Toolkit` (so one context tracker) per session id over a shared index; the least recently used
     sessions are forgotten beyond ``keep``. A call without a session id gets a shared toolkit."""
 
-    def __init__(self, index: Index, keep: int = 1024) -> None:
-        self.index, self.keep = index, keep
-        self.shared = Toolkit(index)
+    def __init__(self, index: Index, keep: int = 1024, view: ResultView | None = None) -> None:
+        self.index, self.keep, self.view = index, keep, view
+        self.shared = Toolkit(index, view=view)
         self._toolkits: OrderedDict[str, Toolkit] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -23,7 +24,7 @@ class ToolkitSessions:
         if not session_id:
             return self.shared
         with self._lock:
-            toolkit = self._toolkits.pop(session_id, None) or Toolkit(self.index)
+            toolkit = self._toolkits.pop(session_id, None) or Toolkit(self.index, view=self.view)
             self._toolkits[session_id] = toolkit
             while len(self._toolkits) > self.keep:
                 self._toolkits.popitem(last=False)

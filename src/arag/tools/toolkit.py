@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from arag.citations import locate
 from arag.corpus.chunking import count_tokens
 from arag.filters import Filter, FilterError, parse_filter
 from arag.index import Index
@@ -202,7 +203,8 @@ class Toolkit:
             self.tracker.seen_ids.add(chunk_id)
             self._shown.ids.append(chunk_id)
             focus, text = self.presenter.read_view(record)
-            about = "; ".join(part for part in (neighbours, focus) if part)
+            source = f"source: {locate(self.index, record).label}" if self.view.sources else ""
+            about = "; ".join(part for part in (neighbours, focus, source) if part)
             parts.append(f"[chunk {chunk_id}]{f' ({about})' if about else ''}\n{text}")
         return notes + "\n\n".join(parts)
 

@@ -42,6 +42,14 @@ class ResultView:
     title_reads: bool = False
     title_read_limit: int = 2
     flat_calls: bool = False  # hints write a read as the flat JSON action {"chunk_read": [...]}
+    # a read names where each chunk comes from ("source: guide.pdf, pages 3–4"): for clients that cite (MCP, the
+    # HTTP tools); the agent's profiles leave it out (its answers cite chunk ids, resolved afterwards)
+    sources: bool = False
+
+
+# what clients outside the agent get (MCP, the HTTP tools): the paper's view, and each read names its source, so
+# the client can cite what it read by file, page and heading path
+CLIENT_VIEW = ResultView(sources=True)
 
 
 @dataclass
