@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -592,6 +593,141 @@ def policies(as_json: JsonOpt = False) -> None:
     for row in rows:
         profiles = ", ".join(row.profiles) or "none (add with --policy +NAME)"
         out.print(f"[bold]{row.name}[/bold] ({profiles}): {escape(row.summary)}", highlight=False)
+
+
+CHAT_HELP = (
+    "Ask a question; follow-ups are read in the context of the earlier ones. /sources: what the conversation "
+    "read and cited; /new: start over; /quit or Ctrl-D: leave. Ctrl-C stops the current answer."
+)
+
+
+@app.command()
+def chat(
+    index_dir: IndexOpt,
+    max_steps: MaxStepsOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    local_model: LocalModelOpt = None,
+    profile: ProfileOpt = None,
+    policy: PolicyOpt = None,
+    where: WhereOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Talk to the agent: follow-up questions in context, one context tracker, the steps as they happen.
+    /new, /sources, /quit; Ctrl-C stops the current answer and keeps the conversation."""
+    import threading
+
+    from arag.agent import Conversation
+    from arag.api import make_agent
+    from arag.filters import parse_filter
+
+    scope = parse_filter(where)
+    settings = _settings(
+        config,
+        {
+            "llm": {"model": model, "base_url": base_url},
+            "agent": {"max_steps": max_steps, "profile": profile, "policies": policy},
+        },
+    )
+    idx = _open_index(index_dir, settings.index.threads)
+    _scope_notes(idx, scope)
+    with _Status("loading the model…", enabled=True):
+        agent = make_agent(idx, settings, local_model=local_model)
+    agent.on_step = _show_step
+    conversation = Conversation(agent, settings.conversation.max_tokens, scope)
+    history = _ChatHistory()
+    err.print(CHAT_HELP, highlight=False)
+    while True:
+        try:
+            line = input("you › ").strip()
+        except EOFError:
+            err.print()
+            break
+        except KeyboardInterrupt:  # at the prompt: a fresh line, as a shell does
+            err.print()
+            continue
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            break
+        if line == "/new":
+            conversation.reset()
+            _say("", "a new conversation: nothing asked, nothing read")
+            continue
+        if line == "/sources":
+            _print_sources(conversation.sources())
+            continue
+        if line.startswith("/"):
+            _say("", f"unknown command {line.split()[0]}. {CHAT_HELP}")
+            continue
+        stop = threading.Event()
+        agent.cancelled = stop.is_set
+        outcome: list[Any] = []
+
+        def answer(question: str = line, into: list[Any] = outcome) -> None:
+            try:
+                into.append(conversation.ask(question))
+            except ARagError as exc:
+                into.append(exc)
+
+        worker = threading.Thread(target=answer, name="arag-chat", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            try:
+                worker.join(0.1)
+            except KeyboardInterrupt:  # stop at the next step; the conversation keeps what it had
+                stop.set()
+                _say("", "stopping after the current step…")
+        result = outcome[0] if outcome else None
+        if isinstance(result, ARagError):
+            _say("[red]error[/red]", str(result))
+        elif result is None or result.stop_reason == "cancelled":
+            _say("", "stopped; the conversation goes on from the previous answer")
+        else:
+            out.print(f"[bold]a-rag ›[/bold] {escape(result.answer or '(no answer)')}", highlight=False)
+            _print_citations(result.sources)
+            if result.error:
+                _say("[red]error[/red]", result.error)
+    history.save()
+
+
+class _ChatHistory:
+    """readline's line editing and a history file (``$ARAG_CACHE_DIR/chat_history``), where readline exists."""
+
+    def __init__(self) -> None:
+        from arag.files import cache_dir
+
+        self.path = cache_dir() / "chat_history"
+        try:
+            import readline
+        except ImportError:  # not on every platform: input() still works, without editing or history
+            self.readline = None
+            return
+        self.readline = readline
+        readline.set_history_length(1000)
+        if self.path.is_file():
+            with contextlib.suppress(OSError):  # an unreadable history is no reason not to chat
+                readline.read_history_file(str(self.path))
+
+    def save(self) -> None:
+        if self.readline is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.readline.write_history_file(str(self.path))
+        except OSError as exc:
+            _say("[yellow]note[/yellow]", f"the chat history was not saved: {exc}")
+
+
+def _print_sources(sources: list[dict[str, Any]]) -> None:
+    if not sources:
+        _say("", "nothing read yet")
+    for source in sources:
+        how = "cited" if source.get("cited") else "read"
+        where = source.get("label") or source["chunk_id"]
+        out.print(
+            f"  {source['chunk_id']} — {where} ({how} for question {source['turn']})", markup=False, highlight=False
+        )
 
 
 @app.command()

@@ -1,0 +1,139 @@
+"""`arag chat` driven through a pseudo-terminal, as a person types: follow-ups in context, /sources, /new,
+Ctrl-C during an answer (the conversation goes on), Ctrl-D to leave, and the readline history file."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arag.corpus.build import build_index
+from conftest import FIXTURES, fake_settings
+from scripted_server import ScriptedServer, completion, tool_call
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
+
+
+class Terminal:
+    """A child process on a pseudo-terminal (its controlling terminal, so Ctrl-C is a SIGINT as typed)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child
+            os.execve(argv[0], argv, env)
+        self.pid, self.fd, self.seen = pid, fd, ""
+
+    def read_until(self, pattern: str, timeout: float = 60) -> str:
+        """Everything printed until ``pattern`` (a regex) shows, escape sequences removed."""
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.seen):
+            left = deadline - time.monotonic()
+            assert left > 0, f"{pattern!r} never showed; the terminal shows:\n{self.seen[-2000:]}"
+            ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
+            if ready:
+                try:
+                    self.seen += _ESCAPES.sub("", os.read(self.fd, 65536).decode("utf-8", "replace"))
+                except OSError:  # the child closed the terminal
+                    break
+        match = re.search(pattern, self.seen)
+        assert match, f"{pattern!r} never showed; the terminal shows:\n{self.seen[-2000:]}"
+        shown, self.seen = self.seen[: match.end()], self.seen[match.end() :]
+        return shown
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def wait(self, timeout: float = 30) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            try:
+                if select.select([self.fd], [], [], 0.2)[0]:
+                    os.read(self.fd, 65536)
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("arag chat did not exit")
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
+def test_chat_in_a_terminal(tmp_path: Path, server: ScriptedServer) -> None:
+    index = tmp_path / "idx"
+    build_index([FIXTURES / "hipporag_corpus.json"], index, fake_settings())
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair II"], "top_k": 3})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Lothair II#0"]}, "c2")]),
+        completion("Ermengarde of Tours [chunk Lothair II#0]."),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Lothair II#0", "Ermengarde of Tours#0"]})]),
+        completion("She died on 20 March 851 [chunk Ermengarde of Tours#0]."),
+    ]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "TERM": "xterm",
+        "ARAG_BASE_URL": server.base_url,
+        "ARAG_API_KEY": "k",
+        "ARAG_MODEL": "gpt-4o-mini",
+        "ARAG_CACHE_DIR": str(tmp_path / "cache"),
+        "ARAG_AGENT__PROFILE": "paper",
+    }
+    terminal = Terminal([sys.executable, "-m", "arag", "chat", "--index", str(index)], env)
+    try:
+        terminal.read_until(r"you › ")
+        terminal.type("Who was Lothair II's mother?\n")
+        first = terminal.read_until(r"you › ")
+        assert "→ keyword_search" in first and "→ chunk_read" in first  # the steps, as they happen
+        assert "a-rag › Ermengarde of Tours [chunk Lothair II#0]." in first
+        assert "[Lothair II#0] hipporag_corpus.json" in first  # the citation, resolved to its source
+        terminal.type("And when did she die?\n")
+        second = terminal.read_until(r"you › ")
+        assert "already read earlier in this session" in second and "She died on 20 March 851" in second
+        # the follow-up went to the model after the first turn
+        assert any("Who was Lothair II's mother?" in str(m.get("content")) for m in server.requests[3]["messages"])
+        terminal.type("/sources\n")
+        sources = terminal.read_until(r"you › ")
+        assert "Lothair II#0 — hipporag_corpus.json (cited for question 1)" in sources
+        assert "Ermengarde of Tours#0 — hipporag_corpus.json (cited for question 2)" in sources
+        # Ctrl-C while the model thinks: the answer stops, the conversation stays
+        server.delay_s = 3.0
+        server.replies = [completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hugh"]})])]
+        terminal.type("Who was her father?\n")
+        terminal.read_until(r"thinking|→|\S")
+        time.sleep(0.5)
+        terminal.type("\x03")
+        stopped = terminal.read_until(r"you › ", timeout=60)
+        assert "stopping after the current step" in stopped and "stopped; the conversation goes on" in stopped
+        server.delay_s = 0.0
+        terminal.type("/sources\n")
+        assert "(cited for question 2)" in terminal.read_until(r"you › ")
+        terminal.type("/new\n")
+        assert "a new conversation" in terminal.read_until(r"you › ")
+        terminal.type("/sources\n")
+        assert "nothing read yet" in terminal.read_until(r"you › ")
+        terminal.type("\x04")  # Ctrl-D
+        assert terminal.wait() == 0
+    finally:
+        terminal.kill()
+    history = (tmp_path / "cache" / "chat_history").read_text()
+    assert "Who was Lothair II's mother?" in history and "And when did she die?" in history
