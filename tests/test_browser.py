@@ -1,5 +1,6 @@
 """The web page in headless Chromium (Debian's chromium + chromium-driver, driven by selenium; no browser is
-downloaded): ask and watch the steps arrive before the answer, open a citation, browse the corpus, open a run
+downloaded): ask and watch the steps arrive before the answer, open a citation, follow up in a conversation and
+open a citation with its supporting sentence highlighted, browse the corpus, open a run
 and a trajectory, compare runs, and check that corpus text containing markup renders as text.
 
 Screenshots go to $UI_SCREENSHOTS (docs/ui when refreshing the README's pictures), else a temp folder."""
@@ -141,6 +142,44 @@ def test_ask_shows_steps_before_the_answer_and_opens_citations(browser, site: Li
     assert "Ermengarde of Tours" in browser.find_element(By.ID, "chunk-text").text
     assert "chunk 1 of 1" in browser.find_element(By.ID, "chunk-where").text
     shot(browser, "ask")
+
+
+def test_a_follow_up_in_the_page_keeps_the_thread_and_highlights_the_cited_sentence(
+    browser, site: LiveServer, llm: ScriptedServer
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    llm.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair II"]})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Lothair II#0"]}, "c2")]),
+        completion("Ermengarde of Tours [chunk Lothair II#0]."),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]}, "c3")]),
+        completion("Ermengarde of Tours died on 20 March 851 [chunk Ermengarde of Tours#0]."),
+    ]
+    browser.get(site.url + "/")
+    browser.find_element(By.ID, "question").send_keys("Who was Lothair II's mother?")
+    browser.find_element(By.ID, "ask-button").click()
+    wait(browser, lambda d: d.find_element(By.ID, "answer").is_displayed())
+    assert browser.find_element(By.ID, "answer-text").text == "Ermengarde of Tours [chunk Lothair II#0]."
+    browser.find_element(By.ID, "followup").send_keys("And when did she die?")
+    browser.find_element(By.ID, "followup-button").click()
+    wait(browser, lambda d: "851" in d.find_element(By.ID, "answer-text").text)
+    turns = browser.find_elements(By.CSS_SELECTOR, "#thread li.turn")
+    assert len(turns) == 1 and turns[0].find_element(By.CSS_SELECTOR, ".q").text == "Who was Lothair II's mother?"
+    assert turns[0].find_element(By.CSS_SELECTOR, ".a").text == "Ermengarde of Tours [chunk Lothair II#0]."
+    # the follow-up reached the model after the first turn
+    assert any("Who was Lothair II's mother?" in str(m.get("content")) for m in llm.requests[-2]["messages"])
+    citation = browser.find_element(By.CSS_SELECTOR, "#citations button.citation")
+    assert citation.text == "Ermengarde of Tours#0 — hipporag_corpus.json"
+    citation.click()
+    wait(browser, lambda d: d.find_elements(By.ID, "chunk-sentence"))
+    sentence = browser.find_element(By.ID, "chunk-sentence").text
+    assert "20 March 851" in sentence and sentence in browser.find_element(By.ID, "chunk-text").text
+    assert browser.find_element(By.ID, "chunk-where").text.startswith("hipporag_corpus.json — ")
+    shot(browser, "followup")
+    browser.find_element(By.ID, "new-conversation").click()
+    wait(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#thread li.turn"))
+    assert browser.find_element(By.ID, "question").is_enabled()
 
 
 def test_corpus_search_renders_markup_as_text(browser, site: LiveServer) -> None:

@@ -101,7 +101,9 @@ def test_search_read_info_export(live: LiveServer) -> None:
         semantic = client.post("/api/search/semantic", json={"query": "Lothair mother", "top_k": 3}).json()
         assert len(semantic) == 3
         read = client.post("/api/read", json={"chunk_ids": ["Waldrada#0", "nope"]})
-        assert [set(c) for c in read.json()] == [{"chunk_id", "text", "prev_id", "next_id", "source"}]  # `arag read --json`
+        assert [set(c) for c in read.json()] == [
+            {"chunk_id", "text", "prev_id", "next_id", "source"}
+        ]  # `arag read --json`
         assert read.json()[0]["chunk_id"] == "Waldrada#0" and read.headers["x-missing-chunk-ids"] == '["nope"]'
         chunk = client.get("/api/chunks/Waldrada#0".replace("#", "%23")).json()
         assert chunk["position"] == 1 and chunk["of"] == 1 and chunk["doc_id"] == "Waldrada"

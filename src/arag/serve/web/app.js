@@ -38,13 +38,23 @@ function showTab(name) {
 
 // ------------------------------------------------------------------ chunk viewer (citations, hits, neighbours)
 let currentChunk = null;
-async function openChunk(chunkId) {
+// highlight: {start, end} of a sentence within the chunk's text (a citation's supporting sentence)
+async function openChunk(chunkId, highlight) {
   try {
     const chunk = await api(`/api/chunks/${encodeURIComponent(chunkId)}`);
     currentChunk = chunk;
     $("chunk-title").textContent = chunk.chunk_id;
-    $("chunk-where").textContent = `document ${chunk.doc_id}, chunk ${chunk.position} of ${chunk.of}`;
-    $("chunk-text").textContent = chunk.text;
+    const label = chunk.source && chunk.source.label ? `${chunk.source.label} — ` : "";
+    $("chunk-where").textContent = `${label}document ${chunk.doc_id}, chunk ${chunk.position} of ${chunk.of}`;
+    const text = $("chunk-text");
+    text.replaceChildren();
+    if (highlight && highlight.start !== null && highlight.start !== undefined && highlight.end > highlight.start) {
+      const mark = el("mark", chunk.text.slice(highlight.start, highlight.end), { id: "chunk-sentence" });
+      text.append(chunk.text.slice(0, highlight.start), mark, chunk.text.slice(highlight.end));
+      setTimeout(() => mark.scrollIntoView({ block: "center" }), 0);
+    } else {
+      text.textContent = chunk.text;
+    }
     $("chunk-prev").disabled = !chunk.prev_id;
     $("chunk-next").disabled = !chunk.next_id;
     $("chunk-view").hidden = false;
@@ -69,24 +79,58 @@ function stepItem(step) {
   return el("li", undefined, { class: "step" }).appendChild(details).parentNode;
 }
 
+function citationButtons(result) {
+  // one button per cited chunk: where it comes from; opening it highlights the sentence that supports the answer
+  const sources = result.sources && result.sources.length ? result.sources : (result.citations || []);
+  return sources.map((source) => el("button", source.label ? `${source.chunk_id} — ${source.label}` : source.chunk_id, {
+    type: "button",
+    class: source.verified ? "citation" : "citation unverified",
+    title: source.verified ? (source.sentence ? `“${source.sentence}”` : "retrieved in this run")
+      : "not among the chunks this run retrieved",
+    onclick: () => openChunk(source.chunk_id, { start: source.sentence_start, end: source.sentence_end }),
+  }));
+}
+
 function showAnswer(result) {
   $("answer").hidden = false;
   $("answer-text").textContent = result.answer || "(no answer)";
-  const citations = $("citations");
-  citations.replaceChildren();
-  for (const citation of result.citations || []) {
-    citations.append(el("button", citation.chunk_id, {
-      type: "button",
-      class: citation.verified ? "citation" : "citation unverified",
-      title: citation.verified ? "retrieved in this run" : "not among the chunks this run retrieved",
-      onclick: () => openChunk(citation.chunk_id),
-    }));
-  }
+  $("citations").replaceChildren(...citationButtons(result));
   const cost = result.cost === null || result.cost === undefined ? "–" : `$${result.cost.toFixed(5)}`;
   $("answer-meta").textContent = `${result.stop_reason} · ${result.steps} steps · ${result.retrieved_tokens} retrieved tokens · ` +
     `${result.usage.prompt_tokens + result.usage.completion_tokens} model tokens · cost ${cost} · ${result.latency_s.toFixed(1)} s` +
     (result.error ? ` · ${result.error}` : "");
+  lastTurn = { question: lastQuestion, result };
 }
+
+// ------------------------------------------------------------------ the conversation: earlier turns above
+let conversationId = null, lastQuestion = "", lastTurn = null;
+
+function moveLastTurnToThread() {
+  if (!lastTurn) return;
+  const item = el("li", undefined, { class: "turn" });
+  item.append(el("p", lastTurn.question, { class: "q" }), el("p", lastTurn.result.answer || "(no answer)", { class: "a" }));
+  const sources = el("div", undefined, { class: "turn-sources" });
+  sources.append(...citationButtons(lastTurn.result));
+  item.append(sources);
+  $("thread").append(item);
+  lastTurn = null;
+}
+
+async function newConversation() {
+  if (conversationId) await fetch(`/api/conversations/${encodeURIComponent(conversationId)}`, { method: "DELETE", headers: headers() }).catch(() => {});
+  conversationId = null;
+  lastTurn = null;
+  $("thread").replaceChildren();
+  $("steps").replaceChildren();
+  $("answer").hidden = true;
+  $("new-conversation").hidden = true;
+  $("scope").disabled = false;
+  $("question").disabled = false;
+  $("ask-button").disabled = false;
+  $("question").value = "";
+  $("ask-status").textContent = "";
+}
+$("new-conversation").addEventListener("click", newConversation);
 
 function parseEvents(buffer, onEvent) {
   let cut;
@@ -103,46 +147,75 @@ function parseEvents(buffer, onEvent) {
   return buffer;
 }
 
+async function askInConversation(question) {
+  // the first question opens a conversation (its scope fixed); each later one follows up in it
+  if (!conversationId) {
+    const scope = $("scope").value.trim();
+    const opened = await api("/api/conversations", scope ? { where: scope } : {});
+    conversationId = opened.id;
+    $("scope").disabled = true;
+    $("new-conversation").hidden = false;
+  }
+  lastQuestion = question;
+  $("steps").replaceChildren();
+  $("answer").hidden = true;
+  $("ask-status").textContent = "thinking…";
+  const response = await fetch(`/api/conversations/${encodeURIComponent(conversationId)}/ask/stream`, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify({ question }),
+  });
+  if (!response.ok) {
+    const data = await response.json().catch(() => ({}));
+    throw new Error(typeof data.detail === "string" ? data.detail : `HTTP ${response.status}`);
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer = parseEvents(buffer + decoder.decode(value, { stream: true }), (event, data) => {
+      if (event === "step") {
+        $("steps").append(stepItem(data));
+        $("ask-status").textContent = `step ${data.number}: ${data.tool}… thinking`;
+      } else if (event === "answer") {
+        showAnswer(data);
+        $("ask-status").textContent = "";
+      } else if (event === "error") {
+        $("ask-status").textContent = `error: ${data.message}`;
+      }
+    });
+  }
+}
+
 $("ask-form").addEventListener("submit", async (submit) => {
   submit.preventDefault();
   const question = $("question").value.trim();
   if (!question) return;
-  $("steps").replaceChildren();
-  $("answer").hidden = true;
   $("ask-button").disabled = true;
-  $("ask-status").textContent = "thinking…";
   try {
-    const response = await fetch("/api/ask/stream", {
-      method: "POST",
-      headers: headers({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ question }),
-    });
-    if (!response.ok) {
-      const data = await response.json().catch(() => ({}));
-      throw new Error(typeof data.detail === "string" ? data.detail : `HTTP ${response.status}`);
-    }
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer = parseEvents(buffer + decoder.decode(value, { stream: true }), (event, data) => {
-        if (event === "step") {
-          $("steps").append(stepItem(data));
-          $("ask-status").textContent = `step ${data.number}: ${data.tool}… thinking`;
-        } else if (event === "answer") {
-          showAnswer(data);
-          $("ask-status").textContent = "";
-        } else if (event === "error") {
-          $("ask-status").textContent = `error: ${data.message}`;
-        }
-      });
-    }
+    await askInConversation(question);
+    $("question").disabled = true;  // the conversation goes on in the follow-up box
+  } catch (error) {
+    $("ask-status").textContent = `error: ${error.message}`;
+    $("ask-button").disabled = false;
+  }
+});
+
+$("followup-form").addEventListener("submit", async (submit) => {
+  submit.preventDefault();
+  const question = $("followup").value.trim();
+  if (!question) return;
+  $("followup-button").disabled = true;
+  moveLastTurnToThread();
+  $("followup").value = "";
+  try {
+    await askInConversation(question);
   } catch (error) {
     $("ask-status").textContent = `error: ${error.message}`;
   } finally {
-    $("ask-button").disabled = false;
+    $("followup-button").disabled = false;
   }
 });
 
