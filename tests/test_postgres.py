@@ -647,3 +647,41 @@ def test_filters_give_identical_results_on_every_store(
     finally:
         for index in opened.values():
             index.close()
+
+
+def test_an_index_of_the_previous_format_in_postgres_opens_and_gains_metadata_on_its_next_ingest(
+    nodes: list[PgNode], tmp_path: Path
+) -> None:
+    """A format-3 index (no metadata, no locations), made here by dropping the columns and the version as the
+    previous a-rag wrote them: it opens, filters match none of its documents, and the next ingest adds the
+    columns (its old documents stay without metadata until re-indexed)."""
+    import psycopg
+
+    from arag.filters import parse_filter
+    from arag.store.postgres.store import parse_location
+
+    location = nodes[0].database("single", index="oldformat")
+    build_index([FIXTURES / "guide.md"], location, fake_settings(), rebuild=True)
+    place = parse_location(location)
+    with psycopg.connect(place.conninfo, autocommit=True) as conn:
+        conn.execute(f'ALTER TABLE "{place.schema}".documents DROP COLUMN metadata')
+        conn.execute(f'ALTER TABLE "{place.schema}".chunks DROP COLUMN location')
+        conn.execute(f"UPDATE \"{place.schema}\".manifest SET body = jsonb_set(body, '{{format_version}}', '3')")
+    index = Index.open(location, threads=1)
+    try:
+        assert index.manifest.format_version == 3 and index.keyword_search(["Portland"], 1)[0].chunk_id == "guide.md#0"
+        assert index.without_metadata() == 1 and index.keyword_search(["Portland"], 1, parse_filter("type=md")) == []
+        (record,), _ = index.read(["guide.md#0"])
+        assert record.location is None
+    finally:
+        index.close()
+    shutil.copy(FIXTURES / "page.html", tmp_path / "page.html")
+    build_index([tmp_path / "page.html"], location, fake_settings())
+    upgraded = Index.open(location, threads=1)
+    try:
+        from arag.store import FORMAT_VERSION
+
+        assert upgraded.manifest.format_version == FORMAT_VERSION and upgraded.without_metadata() == 1
+        assert [h.chunk_id for h in upgraded.keyword_search(["Murad"], 5, parse_filter("type=html"))] == ["page.html#0"]
+    finally:
+        upgraded.close()
