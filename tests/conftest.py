@@ -12,6 +12,7 @@ from hypothesis import settings
 from arag.corpus.build import build_index
 from arag.index import Index
 from arag.settings import IndexSettings
+from scripted_server import ScriptedServer
 
 # no test asserts on wall-clock time, hypothesis's per-example deadline included: two cores shared with a
 # benchmark or a model made a 0.3 s example fail a 200 ms deadline
@@ -19,6 +20,16 @@ settings.register_profile("arag", deadline=None)
 settings.load_profile("arag")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    """A scripted OpenAI-compatible server on 127.0.0.1 (tests/scripted_server.py), closed after the test."""
+    scripted = ScriptedServer()
+    yield scripted
+    scripted.close()
+
+
 # FUZZ_SCALE=10 multiplies every property-based test's example count (docs/reliability.md: the campaign)
 FUZZ_SCALE = max(1, int(os.environ.get("FUZZ_SCALE", "1")))
 

@@ -4,7 +4,6 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,13 +24,6 @@ from scripted_server import ScriptedServer, completion, tool_call
 
 TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
 SHORT_ANSWER_CHARS = AgentSettings().policy.short_answer.max_chars
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    yield scripted
-    scripted.close()
 
 
 def make_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:

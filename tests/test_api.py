@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,6 @@ from arag.models.endpoint import ChatModel
 from arag.settings import LLMSettings, Settings
 from conftest import FIXTURES, fake_settings
 from scripted_server import ScriptedServer, completion, tool_call
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    yield scripted
-    scripted.close()
 
 
 def test_the_documented_api(tmp_path: Path, server: ScriptedServer) -> None:

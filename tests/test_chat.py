@@ -9,10 +9,7 @@ import re
 import select
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from arag.corpus.build import build_index
 from conftest import FIXTURES, fake_settings
@@ -69,13 +66,6 @@ class Terminal:
             os.waitpid(self.pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    yield scripted
-    scripted.close()
 
 
 def test_chat_in_a_terminal(tmp_path: Path, server: ScriptedServer) -> None:

@@ -4,22 +4,12 @@ the scripted server (the real client path)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-
-import pytest
 
 from arag.agent import Agent, Conversation
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from scripted_server import ScriptedServer, completion, tool_call
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    yield scripted
-    scripted.close()
 
 
 def agent_for(index: Index, server: ScriptedServer) -> Agent:
