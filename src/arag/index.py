@@ -9,16 +9,21 @@ Formulas (paper §3.2):
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 from arag.corpus.readers import never_stored, storable
 from arag.embedding.embedders import Embedder, load_embedder
-from arag.errors import EmbedderError
+from arag.errors import ARagError, EmbedderError
 from arag.filters import Filter
 from arag.settings import IndexSettings
 from arag.store import ChunkRecord, DocumentRecord, Scope, Store, open_store
@@ -50,18 +55,73 @@ def normalize_keywords(keywords: list[str]) -> list[str]:
     return out
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _one_generation(method: _Method) -> _Method:
+    """An operation of the index that reads one generation, and one committed state of it, from start to end."""
+
+    @functools.wraps(method)
+    def pinned(self: Index, *args: Any, **kwargs: Any) -> Any:
+        with self.consistent():
+            return method(self, *args, **kwargs)
+
+    return pinned  # type: ignore[return-value]
+
+
+class _Generation:
+    """One generation of the index as a store serves it, with what is read of it once (its documents and their
+    metadata, its titles): a new generation gets its own."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pins = 0  # operations reading it now (guarded by the index's lock)
+        self.retired_at: float | None = None  # when a newer generation replaced it
+        self.lock = threading.Lock()
+        self._documents: list[DocumentRecord] | None = None
+        self._by_id: dict[str, DocumentRecord] = {}
+        self._titles: dict[str, list[tuple[str, ...]]] | None = None  # first word → titles as words
+
+    def documents(self) -> tuple[list[DocumentRecord], dict[str, DocumentRecord]]:
+        with self.lock:
+            if self._documents is None:
+                self._documents = self.store.documents()
+                self._by_id = {document.doc_id: document for document in self._documents}
+            return self._documents, self._by_id
+
+    def titles(self) -> dict[str, list[tuple[str, ...]]]:
+        documents, _ = self.documents()
+        with self.lock:
+            if self._titles is None:
+                self._titles = {}
+                for document in documents:
+                    words = tuple(_title_words(_title_of(document.doc_id)))
+                    if words and len(" ".join(words)) >= 3:
+                        self._titles.setdefault(words[0], []).append(words)
+            return self._titles
+
+
 class Index:
-    """A read-only handle on an index directory. Thread-safe for concurrent searches."""
+    """A read-only handle on an index. Thread-safe for concurrent searches.
+
+    Every operation reads one generation of the index from start to end. An index that follows updates
+    (:meth:`follow_updates`: ``arag serve``, ``arag mcp``) moves to a newer generation (a sync, an added file) when
+    an operation starts after it was committed; operations already running finish on the one they began with."""
+
+    # a replaced generation is closed once no operation reads it and it was replaced this long ago
+    RETIRE_AFTER_S = 60.0
 
     def __init__(self, store: Store, embedder: Embedder | None = None, threads: int = 2) -> None:
-        self.store = store
+        self._current = _Generation(store)
         self._embedder = embedder
         self.threads = threads
-        self._titles: dict[str, list[tuple[str, ...]]] | None = None  # first word → titles as words
-        self._titles_lock = threading.Lock()
-        self._documents: list[DocumentRecord] | None = None  # with their metadata, read once for filters
-        self._documents_by_id: dict[str, DocumentRecord] = {}
-        self._documents_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pinned = threading.local()  # the generation this thread's operation reads
+        self._retired: list[_Generation] = []
+        self._follow: tuple[str | Path, IndexSettings, float] | None = None  # (location, settings, check every s)
+        self._checked = 0.0
+        self._location: str | Path | None = None  # where it was opened, to open a newer generation
+        self._settings: IndexSettings | None = None
 
     @classmethod
     def open(
@@ -84,7 +144,87 @@ class Index:
     def open_with(cls, location: str | Path, settings: IndexSettings, embedder: Embedder | None = None) -> Index:
         """Open with the search-time settings of ``settings``: threads, IVF probes, HNSW ef_search, statement
         timeout."""
-        return cls(open_store(location, settings), embedder, settings.threads)
+        index = cls(open_store(location, settings), embedder, settings.threads)
+        index._location, index._settings = location, settings
+        return index
+
+    # ------------------------------------------------------------------ generations
+    @property
+    def store(self) -> Store:
+        """The store of the generation this thread's operation reads (else the current one)."""
+        pinned = getattr(self._pinned, "generation", None)
+        return (pinned or self._current).store
+
+    def follow_updates(self, every_s: float = 1.0) -> None:
+        """Move to a newer generation of the index when one is committed, checked at most every ``every_s``
+        seconds when an operation starts (an index opened with :meth:`open` or :meth:`open_with`)."""
+        location, settings = self._location, self._settings
+        if location is None or settings is None:
+            raise ValueError("follow_updates needs an index opened by location (Index.open / Index.open_with)")
+        self._follow = (location, settings, every_s)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """Read one generation for the whole block (nested blocks read the same one)."""
+        pinned = getattr(self._pinned, "generation", None)
+        if pinned is not None:
+            yield pinned.store
+            return
+        self._maybe_follow()
+        with self._lock:
+            generation = self._current
+            generation.pins += 1
+        self._pinned.generation = generation
+        try:
+            yield generation.store
+        finally:
+            self._pinned.generation = None
+            with self._lock:
+                generation.pins -= 1
+            self._close_retired()
+
+    @contextlib.contextmanager
+    def consistent(self) -> Iterator[Store]:
+        """Like :meth:`snapshot`, and every read inside sees one committed state of the store too (PostgreSQL:
+        one read-only transaction, holding a connection: for an operation or a tool call, not for a question)."""
+        with self.snapshot() as store, store.consistent():
+            yield store
+
+    def _generation(self) -> _Generation:
+        return getattr(self._pinned, "generation", None) or self._current
+
+    def _maybe_follow(self) -> None:
+        follow = self._follow
+        if follow is None or time.monotonic() - self._checked < follow[2]:
+            return
+        self._checked = time.monotonic()
+        location, settings, _every = follow
+        current = self._current
+        try:
+            latest = current.store.latest_generation()
+        except ARagError:  # the index is being rewritten or briefly unreachable: keep reading what we have
+            return
+        if latest <= current.store.manifest.generation:
+            return
+        try:
+            store = open_store(location, settings)
+        except ARagError:
+            return
+        with self._lock:
+            if self._current is not current:  # another thread moved on first
+                store.close()
+                return
+            current.retired_at = time.monotonic()
+            self._retired.append(current)
+            self._current = _Generation(store)
+
+    def _close_retired(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            done = [g for g in self._retired if g.pins == 0 and now - (g.retired_at or now) >= self.RETIRE_AFTER_S]
+            self._retired = [g for g in self._retired if g not in done]
+        for generation in done:
+            generation.store.close()
 
     @property
     def manifest(self):
@@ -108,31 +248,24 @@ class Index:
         """The document titles that ``text`` names: whole words, case and punctuation aside, a possessive "'s"
         dropped; a title is a document id without its trailing "(…)", folder and extension, of 3 or more
         characters ("Fortunella (film)" is named by "the director of film Fortunella")."""
-        with self._titles_lock:
-            if self._titles is None:
-                self._titles = {}
-                for document in self.store.documents():
-                    words = tuple(_title_words(_title_of(document.doc_id)))
-                    if words and len(" ".join(words)) >= 3:
-                        self._titles.setdefault(words[0], []).append(words)
+        with self.snapshot():
+            titles = self._generation().titles()
         said = _title_words(text)
         named = {
             " ".join(title)
             for i, word in enumerate(said)
-            for title in self._titles.get(word, [])
+            for title in titles.get(word, [])
             if tuple(said[i : i + len(title)]) == title
         }
         return sorted(named)
 
     # ------------------------------------------------------------------ metadata and filters
     def documents(self) -> list[DocumentRecord]:
-        """Every document with its metadata (read once: an opened index's documents do not change)."""
-        with self._documents_lock:
-            if self._documents is None:
-                self._documents = self.store.documents()
-                self._documents_by_id = {document.doc_id: document for document in self._documents}
-            return self._documents
+        """Every document with its metadata (read once per generation)."""
+        with self.snapshot():
+            return self._generation().documents()[0]
 
+    @_one_generation
     def metadata_fields(self) -> list[str]:
         """The metadata fields this index's documents have, the ones every document records first."""
         found: dict[str, None] = {}
@@ -141,10 +274,12 @@ class Index:
         common = [f for f in ("path", "type", "title", "mtime") if f in found]
         return common + sorted(f for f in found if f not in common)
 
+    @_one_generation
     def without_metadata(self) -> int:
         """How many documents were indexed before a-rag recorded metadata (they match no filter)."""
         return sum(1 for document in self.documents() if document.metadata is None)
 
+    @_one_generation
     def scope(self, where: Filter | None) -> Scope | None:
         """The documents ``where`` lets through (None: no filter, every document)."""
         if where is None:
@@ -154,6 +289,7 @@ class Index:
         return Scope(frozenset(matching), tuple(rows[d] for d in matching if d in rows))
 
     # ------------------------------------------------------------------ keyword
+    @_one_generation
     def keyword_search(self, keywords: list[str], top_k: int = 5, where: Filter | None = None) -> list[SearchHit]:
         """The top_k chunks by Σ_k count · len(k), with the sentences that hold a keyword; only chunks of the
         documents ``where`` lets through, when given."""
@@ -172,6 +308,7 @@ class Index:
             if row in records
         ]
 
+    @_one_generation
     def keyword_chunk_count(self, keyword: str, limit: int) -> int:
         """Chunks containing ``keyword`` (case-insensitive), counted up to ``limit``."""
         keyword = keyword.strip()
@@ -189,6 +326,7 @@ class Index:
         return out
 
     # ------------------------------------------------------------------ semantic
+    @_one_generation
     def semantic_search(
         self, query: str, top_k: int = 5, exact: bool = True, where: Filter | None = None
     ) -> list[SearchHit]:
@@ -202,6 +340,7 @@ class Index:
         vector = self.embedder.embed_query(storable(query))
         return self.semantic_search_vector(vector, top_k, exact, scope)
 
+    @_one_generation
     def semantic_search_vector(
         self, vector: np.ndarray, top_k: int = 5, exact: bool = True, scope: Scope | None = None
     ) -> list[SearchHit]:
@@ -217,6 +356,7 @@ class Index:
             hits.append(SearchHit(record.chunk_id, match.score, snippets, match.row))
         return hits
 
+    @_one_generation
     def sentences(self, record: ChunkRecord) -> list[str]:
         """A chunk's sentences, as indexed."""
         return [record.text[start:end].strip() for start, end in self._spans(record)]
@@ -230,6 +370,7 @@ class Index:
         return [record.text[spans[i][0] : spans[i][1]].strip() for i in sorted(int(t) for t in top)]
 
     # ------------------------------------------------------------------ read
+    @_one_generation
     def read(self, chunk_ids: list[str], where: Filter | None = None) -> tuple[list[ChunkRecord], list[str]]:
         """Records of the known ids (in the order asked) and the ids that were not found; with ``where``, a chunk
         of a document it does not let through counts as not found."""
@@ -247,11 +388,14 @@ class Index:
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document's record (with its metadata)."""
-        self.documents()
-        return self._documents_by_id.get(doc_id)
+        with self.snapshot():
+            return self._generation().documents()[1].get(doc_id)
 
     def close(self) -> None:
-        self.store.close()
+        with self._lock:
+            generations, self._retired = [self._current, *self._retired], []
+        for generation in generations:
+            generation.store.close()
 
 
 _TITLE_WORD = re.compile(r"\w+", re.UNICODE)

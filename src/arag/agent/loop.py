@@ -60,26 +60,27 @@ class Agent:
     ) -> AgentResult:
         """Answer ``question``; with ``where`` (a filter on document metadata, arag.filters), from those documents
         only; in a ``conversation``, after its earlier turns and with its context tracker."""
-        run, policies = self._start(check_question(question), where, conversation)
-        try:
-            self._opening_calls(run, policies)
-            while self._next_step(run):
-                action = self._act(run, policies)
-                if action.calls:
-                    self._call_tools(run, policies, action.calls)
-                elif action.answer and not self._held(run, policies, action.answer):
-                    run.finish(action.answer, "answered")
-                elif not action.answer:
-                    run.tell(prompts.EMPTY_REPLY)
-                    self._end_step(run, stalled=True)
-            if run.stop_reason not in ("answered", "cancelled"):  # the step limit, a budget or a stall
-                run.tell(prompts.FINAL[self.bundle.profile.final_prompt])
-                run.finish(self._act(run, policies, final=True).answer, run.stop_reason)
-        except TimeBudgetExceeded as exc:
-            run.fail("time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)")
-        except LLMError as exc:
-            run.fail("error", str(exc))
-        return self._finish(run, conversation)
+        with self.index.snapshot():  # a question reads one generation of the index from start to end
+            run, policies = self._start(check_question(question), where, conversation)
+            try:
+                self._opening_calls(run, policies)
+                while self._next_step(run):
+                    action = self._act(run, policies)
+                    if action.calls:
+                        self._call_tools(run, policies, action.calls)
+                    elif action.answer and not self._held(run, policies, action.answer):
+                        run.finish(action.answer, "answered")
+                    elif not action.answer:
+                        run.tell(prompts.EMPTY_REPLY)
+                        self._end_step(run, stalled=True)
+                if run.stop_reason not in ("answered", "cancelled"):  # the step limit, a budget or a stall
+                    run.tell(prompts.FINAL[self.bundle.profile.final_prompt])
+                    run.finish(self._act(run, policies, final=True).answer, run.stop_reason)
+            except TimeBudgetExceeded as exc:
+                run.fail("time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)")
+            except LLMError as exc:
+                run.fail("error", str(exc))
+            return self._finish(run, conversation)
 
     # ------------------------------------------------------------------ the loop's parts
     def _start(

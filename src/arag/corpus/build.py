@@ -102,12 +102,19 @@ def build_index(
     progress: StageProgress | None = None,
     strict: bool = False,
     shards: list[str] | None = None,
+    sync: bool = False,
 ) -> IndexReport:
     """Add ``sources`` to the index at ``location`` (created if missing): a directory, or a PostgreSQL URL
     (``shards``: the shard servers' URLs when a new PostgreSQL index is distributed). Returns what happened;
     sources that cannot be read are skipped and listed in ``report.problems`` (with ``strict``, nothing is
     written). One pipeline for every store: the store's :class:`~arag.store.base.IndexWriter` holds only what
-    differs."""
+    differs.
+
+    With ``sync``, the index follows the sources: a stored document whose file lies in a source folder (or is a
+    source file) and is gone is removed too (a renamed file: removed under its old name, added under the new one,
+    its vectors reused); a file that is there but cannot be read keeps its stored documents (and is reported), so
+    a file caught mid-write loses nothing. All of it is one generation (embedded) or one transaction (PostgreSQL):
+    readers see the index before the sync or after it, never between."""
     report = IndexReport()
     writer = open_writer(location, settings, rebuild=rebuild, shards=shards or [])
     try:
@@ -117,11 +124,13 @@ def build_index(
         stored = writer.documents()
         if not new_docs and not stored:
             raise _nothing_to_index(report)
-        plan = _plan(stored, new_docs, report)
+        gone = _gone(sources, stored, report) if sync else set()
+        plan = _plan(stored, new_docs, report, gone)
+        if writer.manifest is not None and not rebuild and _nothing_changed(plan, stored):
+            counts = writer.manifest.counts  # no new generation for an index that would stay the same
+            return _counted(report, counts)
         vectors = _Vectors(writer, settings, embedder, report, progress)
         writer.begin(vectors.dims)
-        planned = {record.doc_id for record, _new in plan}
-        writer.remove([record.doc_id for record in stored if record.doc_id not in planned])
         kept = {record.doc_id for record, new in plan if new is None}
         advance = progress("chunking", len(plan)) if progress else None
         batch: list[tuple[DocumentRecord, list[PreparedChunk] | None]] = []
@@ -143,11 +152,23 @@ def build_index(
                 batch, batch_sentences = [], 0
         if batch:
             _write_batch(writer, batch, vectors, kept, report)
+        # removed last: a renamed file's sentences find their vectors under its old name
+        planned = {record.doc_id for record, _new in plan}
+        writer.remove([record.doc_id for record in stored if record.doc_id not in planned])
         counts = writer.commit(vectors.info)
     finally:
         writer.close()
+    return _counted(report, counts)
+
+
+def _counted(report: IndexReport, counts: dict[str, int]) -> IndexReport:
     report.documents, report.chunks, report.sentences = counts["documents"], counts["chunks"], counts["sentences"]
     return report
+
+
+def _nothing_changed(plan: list[tuple[DocumentRecord, Document | None]], stored: list[DocumentRecord]) -> bool:
+    """The plan keeps every stored document as it is, in the same order."""
+    return all(new is None for _record, new in plan) and [r.doc_id for r, _ in plan] == [r.doc_id for r in stored]
 
 
 def _write_batch(
@@ -254,11 +275,25 @@ def _nothing_to_index(report: IndexReport) -> IngestError:
     return IngestError(f"nothing to index{': ' + detail if detail else ''}")
 
 
+def _gone(sources: list[Path], stored: list[DocumentRecord], report: IndexReport) -> set[str]:
+    """The stored sources (files) a sync removes: under a source folder, or a source file, and no longer there
+    (a file that is there but could not be read is kept)."""
+    roots = [Path(s).resolve() for s in sources]
+    unreadable = {str(Path(p.path).resolve()) for p in report.problems if Path(p.path).exists()}
+    gone = set()
+    for source in {record.source for record in stored}:
+        path = Path(source)
+        inside = any(path == root or path.is_relative_to(root) for root in roots)
+        if inside and source not in unreadable and not path.is_file():
+            gone.add(source)
+    return gone
+
+
 def _plan(
-    previous: list[DocumentRecord], new_docs: list[Document], report: IndexReport
+    previous: list[DocumentRecord], new_docs: list[Document], report: IndexReport, gone: set[str] | None = None
 ) -> list[tuple[DocumentRecord, Document | None]]:
     """The final document list: previous documents in order (replaced in place, or dropped when their source
-    was re-read without them), then new ones. ``None`` = keep the stored document as it is."""
+    was re-read without them or is ``gone``), then new ones. ``None`` = keep the stored document as it is."""
     _keep_known_doc_ids(new_docs, previous)
     replaced_sources = {d.source for d in new_docs}
     new_by_id = {d.doc_id: d for d in new_docs}
@@ -276,7 +311,7 @@ def _plan(
         elif new is not None:
             report.replaced.append(old.doc_id)
             plan.append((_record(new), new))
-        elif old.source in replaced_sources:
+        elif old.source in replaced_sources or old.source in (gone or ()):
             report.removed += 1
         else:
             plan.append((old, None))

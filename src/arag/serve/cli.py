@@ -179,6 +179,14 @@ def index(
     strict: Annotated[
         bool, typer.Option("--strict", help="Write nothing if any source cannot be read (exit 1).")
     ] = False,
+    sync: Annotated[
+        bool,
+        typer.Option(
+            "--sync",
+            help="Make the index follow the sources: documents of files deleted or renamed in a source folder are "
+            "removed too (a file that is there but unreadable keeps its documents); one atomic generation.",
+        ),
+    ] = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -216,7 +224,14 @@ def index(
             return lambda n: bar.advance(task, n)
 
         report = build_index(
-            sources, index_dir, settings.index, rebuild=rebuild, progress=stage, strict=strict, shards=shards
+            sources,
+            index_dir,
+            settings.index,
+            rebuild=rebuild,
+            progress=stage,
+            strict=strict,
+            shards=shards,
+            sync=sync,
         )
     for problem in report.problems:
         _say("[yellow]skipped[/yellow]", str(problem))
@@ -239,7 +254,8 @@ def index(
     else:
         err.print(
             f"indexed {report.documents} documents, {report.chunks} chunks, {report.sentences} sentences "
-            f"({len(report.added)} added, {len(report.replaced)} replaced, {report.unchanged} unchanged; "
+            f"({len(report.added)} added, {len(report.replaced)} replaced, {report.unchanged} unchanged, "
+            f"{report.removed} removed; "
             f"embedded {report.embedded}, reused {report.reused_vectors}) → {escape(where)}",
             highlight=False,
         )
@@ -735,7 +751,9 @@ def mcp(index_dir: IndexOpt) -> None:
     """Serve the three tools over MCP (stdio)."""
     from arag.serve.mcp import serve
 
-    serve(_open_index(index_dir))  # threads and IVF probes from settings, like the other commands
+    index = _open_index(index_dir)  # threads and IVF probes from settings, like the other commands
+    index.follow_updates()  # a sync or an added file is served without a restart
+    serve(index)
 
 
 @app.command()
@@ -773,6 +791,7 @@ def serve(
     if runs is not None and not runs.is_dir():
         raise InputError(f"--runs {runs} is not a folder")
     index = _open_index(index_dir, settings.index.threads)
+    index.follow_updates()  # a sync or an added file is served without a restart
     _say("serving", f"http://{settings.server.host}:{settings.server.port}/ (MCP: /mcp, API docs: /api/docs)")
     run_server(index, settings, runs)
 

@@ -211,10 +211,14 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         redoc_url=None,
     )
 
+    def in_one_generation(function: Any, *args: Any) -> Any:
+        with index.snapshot():  # a request reads one generation, whatever a sync commits meanwhile
+            return function(*args)
+
     async def bounded(function: Any, *args: Any) -> Any:
         try:
             with anyio.fail_after(server_settings.request_timeout_s):
-                return await anyio.to_thread.run_sync(function, *args)
+                return await anyio.to_thread.run_sync(in_one_generation, function, *args)
         except TimeoutError:
             raise HTTPException(504, f"no result within {server_settings.request_timeout_s:g} s") from None
         except ARagError as exc:

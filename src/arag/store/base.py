@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -156,6 +157,16 @@ class Store(Protocol):
 
     def verify(self) -> list[str]:
         """Problems found by a full consistency check (empty when the index is sound)."""
+        ...
+
+    def consistent(self) -> AbstractContextManager[None]:
+        """A block in which this thread's reads all see one committed state of the index (PostgreSQL: one
+        read-only transaction; the embedded store: always so). Held for one operation, not for a question."""
+        ...
+
+    def latest_generation(self) -> int:
+        """The index's generation now: newer than ``manifest.generation`` once another one was committed since
+        this store was opened (it keeps reading its own)."""
         ...
 
     def close(self) -> None: ...

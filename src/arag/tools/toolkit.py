@@ -300,6 +300,10 @@ class Toolkit:
     def call(self, name: str, arguments: dict[str, Any] | str | None, header: str | None = None) -> ToolResult:
         """Run a tool by name. Never raises for anything the model could get wrong. ``header`` replaces the first
         words of a search's result (a policy that changed the call says so there)."""
+        with self.index.consistent():  # one call reads one state of the index, whatever is committed meanwhile
+            return self._call(name, arguments, header)
+
+    def _call(self, name: str, arguments: dict[str, Any] | str | None, header: str | None) -> ToolResult:
         started = time.perf_counter()
         args: dict[str, Any] = {}
         self._shown, self._neighbours, self._header = Shown(), [], header

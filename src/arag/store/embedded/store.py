@@ -493,6 +493,13 @@ class EmbeddedStore:
             return ""
         return _fts_all_of(sorted(trigrams, key=lambda t: df[t])[:KEYWORD_TRIGRAMS])
 
+    def consistent(self) -> contextlib.AbstractContextManager[None]:
+        """A generation never changes: every read of this store is of one snapshot already."""
+        return contextlib.nullcontext()
+
+    def latest_generation(self) -> int:
+        return read_manifest(self.index_dir).generation
+
     def sentence_ranges(self) -> np.ndarray:
         return self._offsets
 

@@ -29,6 +29,7 @@ import functools
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -207,6 +208,7 @@ class PgStore:
             name=f"arag-{self.location.index}",
         )
         self._closed = False
+        self._pinned = threading.local()  # the connection of this thread's consistent() block
         try:
             # one direct attempt first: it fails at once with libpq's reason, where the pool would retry
             psycopg.connect(self.location.conninfo, connect_timeout=CONNECT_TIMEOUT_S).close()
@@ -237,7 +239,11 @@ class PgStore:
         if self._closed:
             raise IndexFormatError(f"index {self.location.display} was closed")
         errors = self._psycopg.errors
+        pinned = getattr(self._pinned, "conn", None)
         try:
+            if pinned is not None:
+                yield pinned
+                return
             with self._pool.connection() as conn:
                 yield conn
         except errors.QueryCanceled:
@@ -253,6 +259,21 @@ class PgStore:
             if type(exc).__module__.startswith("psycopg"):
                 raise StoreError(f"PostgreSQL at {self.location.display}: {_message(exc)}") from None
             raise
+
+    @contextlib.contextmanager
+    def consistent(self) -> Iterator[None]:
+        """Every query of this thread inside the block reads one snapshot (one read-only REPEATABLE READ
+        transaction): an ingest that commits meanwhile is seen by none of them or, after the block, by all."""
+        if getattr(self._pinned, "conn", None) is not None:
+            yield
+            return
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            self._pinned.conn = conn
+            try:
+                yield
+            finally:
+                self._pinned.conn = None
 
     def _fetch(self, query: sql.Composable | str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn() as conn:
@@ -275,6 +296,17 @@ class PgStore:
             self.close()
             raise IndexNotFoundError(f"no a-rag index at {where} (create one: arag index SOURCES --index URL)")
         return parse_manifest(rows[0][0], f"the manifest of {where}", f"index {where}")
+
+    def latest_generation(self) -> int:
+        """Each ingest commits its rows and its manifest together; this store reads the rows as they are now,
+        and its opener (arag.index) reopens it for a newer manifest (format, document metadata)."""
+        from psycopg import sql
+
+        query = sql.SQL("SELECT body->'generation' FROM {} WHERE id = 1").format(
+            sql.Identifier(self.location.schema, "manifest")
+        )
+        rows = self._fetch(query)
+        return int(rows[0][0]) if rows else self.manifest.generation
 
     # ------------------------------------------------------------------ sizes and records
     def _counts(self) -> tuple[int, int]:
