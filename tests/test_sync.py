@@ -262,3 +262,50 @@ def test_a_long_lived_index_moves_to_new_generations_and_closes_old_ones(tmp_pat
     assert following.keyword_search(["Alpha"]) == []
     following.close()
     assert sorted(p.name for p in idx.iterdir() if p.name.startswith("gen-")) == ["gen-000003"]
+
+
+def test_arag_watch_follows_the_folder_until_ctrl_c(tmp_path: Path) -> None:
+    import queue
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("Alpha text.")
+    idx = folder / ".index"  # inside the watched folder: its own writes must not trigger syncs
+    env = {**os.environ, "COLUMNS": "200"}
+    command = [sys.executable, "-m", "arag", "watch", str(folder), "--index", str(idx), "--embedder", "fake"]
+    proc = subprocess.Popen([*command, "--debounce-ms", "200"], stderr=subprocess.PIPE, text=True, env=env)
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_sync() -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                assert proc.poll() is None, "arag watch exited"
+                continue
+            assert "Traceback" not in line and "failed" not in line, line
+            if line.startswith("synced"):
+                return line
+        raise AssertionError("no sync within 60 s")
+
+    try:
+        assert "1 added" in next_sync()
+        (folder / "b.md").write_text("Beta text.")
+        assert "1 added" in next_sync()
+        assert _doc_ids(str(idx)) == ["docs/a.md", "docs/b.md"]
+        (folder / "a.md").rename(folder / "c.md")
+        assert "1 added" in (line := next_sync()) and "1 removed" in line
+        (folder / "b.md").unlink()
+        assert "1 removed" in next_sync()
+        assert _doc_ids(str(idx)) == ["docs/c.md"]
+        time.sleep(1)
+        assert lines.empty(), "the index's own writes started another sync"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    time.sleep(0.5)  # the reader thread takes the last lines
+    rest = "".join(lines.get_nowait() for _ in range(lines.qsize()))
+    assert "stopped" in rest and "Traceback" not in rest

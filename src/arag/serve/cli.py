@@ -266,6 +266,52 @@ def index(
         raise typer.Exit(PARTIAL_INDEX)
 
 
+@app.command()
+def watch(
+    sources: Annotated[list[Path], typer.Argument(help="Files and folders to keep the index equal to.")],
+    index_dir: IndexOpt,
+    embedder: Annotated[
+        str | None, typer.Option(help=describe(IndexSettings, "embedder", "ARAG_INDEX__EMBEDDER"))
+    ] = None,
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(min=16, max=100_000, help="Target tokens per chunk of a new index. [default: 1000]"),
+    ] = None,
+    debounce_ms: Annotated[
+        int, typer.Option(min=50, max=600_000, help="Wait this long after a change for more before a sync.")
+    ] = 1600,
+    threads: ThreadsOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Keep the index equal to the sources: sync now, then after every change (added, changed, deleted and renamed
+    files; see arag index --sync). Each sync is one generation that a running arag serve / arag mcp picks up.
+    Ctrl-C stops."""
+    from arag.corpus.build import IndexReport
+    from arag.corpus.watch import watch_sources
+
+    index_overrides: dict[str, Any] = {"embedder": embedder, "threads": threads}
+    if chunk_tokens is not None:
+        index_overrides["chunker"] = {"chunk_tokens": chunk_tokens}
+    settings = _settings(config, {"index": index_overrides})
+    where = display_location(index_dir)
+
+    def said(outcome: IndexReport | ARagError) -> None:
+        if isinstance(outcome, ARagError):
+            _say("[red]sync failed[/red]", f"{outcome} (the next change tries again)")
+            return
+        for problem in outcome.problems:
+            _say("[yellow]skipped[/yellow]", str(problem))
+        _say(
+            "synced",
+            f"{outcome.documents} documents ({len(outcome.added)} added, {len(outcome.replaced)} replaced, "
+            f"{outcome.removed} removed, {outcome.embedded} sentences embedded) → {where}",
+        )
+
+    _say("watching", f"{', '.join(str(s) for s in sources)} for {where} (Ctrl-C stops)")
+    watch_sources(sources, index_dir, settings.index, said, debounce_ms=debounce_ms)
+    _say("stopped", "watching")
+
+
 def _scope_notes(idx: Any, where: Any) -> None:
     """What a filter could not match: documents without metadata, or nothing at all (said on stderr)."""
     if where is None:
