@@ -4,7 +4,7 @@
     arag eval run --method arag-full --dataset ../shared/datasets/2wikimultihopqa --corpus corpus \\
         --limit 100 --seed 0 --first 40 --max-steps 5 --out runs/abl/compact-2wiki
     # 2. the bundle minus each policy, re-run only on the questions where that policy acted
-    python benchmarks/ablation.py run runs/abl/compact-2wiki --out runs/abl -- --method arag-full \\
+    python benchmarks/ablation.py run --out runs/abl runs/abl/compact-2wiki -- --method arag-full \\
         --dataset ../shared/datasets/2wikimultihopqa --corpus corpus --limit 100 --seed 0 --first 40 --max-steps 5
     # 3. the table
     python benchmarks/ablation.py table runs/abl/compact-2wiki runs/abl/compact-medical \\
@@ -146,7 +146,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the bundle minus each policy where it acted")
-    run.add_argument("reference", type=Path, help="the bundle's run directory")
+    run.add_argument("reference", type=Path, help="the bundle's run directory (after the options: what follows it "
+                     "is the arag eval run command line)")
     run.add_argument("--out", type=Path, required=True, help="where the ablation runs go")
     run.add_argument("--policies", nargs="+", help="only these of the bundle's policies, in this order")
     run.add_argument(

@@ -66,9 +66,9 @@ def llm() -> Iterator[ScriptedServer]:
 def serve(index: Index, llm: ScriptedServer, runs: Path | None = None, **server: Any) -> LiveServer:
     settings = Settings(server=ServerSettings(**server))
 
-    def agent(max_steps: int | None) -> Agent:
+    def agent(max_steps: int | None, served: Index) -> Agent:
         model = ChatModel(LLMSettings(base_url=llm.base_url, model="gpt-4o-mini", max_retries=0, timeout_s=30))
-        return Agent(index, model, AgentSettings(max_steps=max_steps or 5))
+        return Agent(served, model, AgentSettings(max_steps=max_steps or 5))
 
     return LiveServer(create_app(index, settings, runs, agent_factory=agent))
 

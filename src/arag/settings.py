@@ -338,6 +338,20 @@ class ServerSettings(BaseModel):
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body accepted.")
     request_timeout_s: float = Field(60.0, gt=0, description="Deadline of a search, read or info request, seconds.")
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (default: none).")
+    indexes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Indexes served by name (name = directory or PostgreSQL URL), the first the default; "
+        "arag serve --index NAME=PATH sets them too.",
+    )
+    tokens_file: Path | None = Field(
+        None,
+        description="Scoped tokens (arag token add); used when it exists. Default: $XDG_CONFIG_HOME/arag/tokens.json "
+        "(~/.config/arag/tokens.json).",
+    )
+    audit_log: Path | None = Field(None, description="Append one JSON line per request here (default: no log).")
+    audit_questions: bool = Field(
+        False, description="Also record each question's text in the audit log (never a token or an API key)."
+    )
 
 
 class ConversationSettings(BaseModel):

@@ -11,13 +11,14 @@ renders every corpus and model text as text; no endpoint reads a file outside th
 from __future__ import annotations
 
 import asyncio
-import hmac
+import contextlib
+import datetime as dt
 import json
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from importlib import resources
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -36,6 +37,7 @@ from arag.citations import locate
 from arag.errors import ARagError, ConfigError
 from arag.filters import MAX_FILTER_CHARS, Filter, FilterError, parse_filter
 from arag.index import Index
+from arag.serve.access import ANONYMOUS, NAME, Access, AuditLog, Principal, route_of
 from arag.settings import Settings
 from arag.tools.arguments import MAX_QUERY_CHARS
 from arag.tools.sessions import ToolkitSessions
@@ -125,70 +127,147 @@ class Conversations:
 
 # ------------------------------------------------------------------ middleware
 class Guard:
-    """Token check on every request (header, ``?token=`` or the cookie the page sets) and a body-size cap."""
+    """On every request: who it comes from (arag.serve.access: a token in the header, ``?token=`` or the cookie
+    the page sets), whether that token may use the route (401 without a valid token; 404 for an index it may not
+    see, as for one that does not exist; 403 for a scope it lacks), a body-size cap, and a line in the audit log."""
 
-    def __init__(self, app: ASGIApp, token: str | None, max_body: int) -> None:
-        self.app, self.token, self.max_body = app, token, max_body
+    def __init__(
+        self, app: ASGIApp, access: Access, default_index: str, max_body: int, audit: AuditLog | None = None
+    ) -> None:
+        self.app, self.access, self.default_index, self.max_body, self.audit = (
+            app,
+            access,
+            default_index,
+            max_body,
+            audit,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = time.perf_counter()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if self.token is not None and not self._authorized(scope, headers):
-            await JSONResponse({"detail": "missing or wrong token"}, 401)(scope, receive, send)
-            return
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await JSONResponse({"detail": f"request body larger than {self.max_body} bytes"}, 413)(scope, receive, send)
-            return
-        received = 0
+        route = route_of(scope.get("path", ""), self.default_index)
+        principal = self.access.principal(_offered_tokens(scope, headers))
+        status = [0]
+        question: list[str] = []
 
-        async def bounded_receive() -> Any:
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.max_body:
-                raise HTTPException(413, f"request body larger than {self.max_body} bytes")
-            return message
+        async def logged_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
 
-        await self.app(scope, bounded_receive, send)
+        try:
+            refusal = self._refusal(principal, route)
+            if refusal is not None:
+                await JSONResponse({"detail": refusal[1]}, refusal[0])(scope, receive, logged_send)
+                return
+            scope["arag.principal"] = principal
+            length = headers.get("content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.max_body):
+                detail = {"detail": f"request body larger than {self.max_body} bytes"}
+                await JSONResponse(detail, 413)(scope, receive, logged_send)
+                return
+            received, kept = [0], bytearray()
+            keep_body = self.audit is not None and self.audit.questions and route.scope == "ask"
 
-    def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
-        assert self.token is not None
-        offered = []
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            offered.append(auth[7:].strip())
-        from urllib.parse import parse_qs
+            async def bounded_receive() -> Any:
+                message = await receive()
+                body = message.get("body", b"")
+                received[0] += len(body)
+                if received[0] > self.max_body:
+                    raise HTTPException(413, f"request body larger than {self.max_body} bytes")
+                if keep_body:
+                    kept.extend(body)
+                    if not message.get("more_body"):
+                        question.append(_question_of(bytes(kept)))
+                return message
 
-        offered += parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [])
-        for part in headers.get("cookie", "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == "arag_token":
-                offered.append(value)
-        return any(hmac.compare_digest(o.encode(), self.token.encode()) for o in offered)
+            await self.app(scope, bounded_receive, logged_send)
+        finally:
+            if self.audit is not None:
+                entry = {
+                    "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+                    "token": principal.name if principal else None,
+                    "method": scope.get("method"),
+                    "route": scope.get("path", "")[:512],  # never the query string: it may carry a token
+                    "index": route.index,
+                    "status": status[0],
+                    "ms": round(1000 * (time.perf_counter() - started), 1),
+                }
+                if question and question[0]:
+                    entry["question"] = question[0]
+                self.audit.write(entry)
+
+    def _refusal(self, principal: Principal | None, route: Any) -> tuple[int, str] | None:
+        if principal is None:
+            return 401, "missing or wrong token"
+        if route.index is not None and not principal.sees(route.index):
+            return 404, "Not Found"  # the same answer as for an index that does not exist
+        if not principal.may(route.scope, route.index):
+            return 403, f"this token's scope ({principal.scope}) does not allow this ({route.scope} needed)"
+        return None
+
+
+def _offered_tokens(scope: Scope, headers: dict[str, str]) -> list[str]:
+    from urllib.parse import parse_qs
+
+    offered = []
+    auth = headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        offered.append(auth[7:].strip())
+    offered += parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [])[:1]
+    for part in headers.get("cookie", "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == "arag_token":
+            offered.append(value)
+    return offered
+
+
+def _question_of(body: bytes) -> str:
+    try:
+        question = json.loads(body).get("question")
+    except (ValueError, AttributeError):
+        return ""
+    return question[:2000] if isinstance(question, str) else ""
 
 
 # ------------------------------------------------------------------ the app
-def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, agent_factory: Any = None) -> FastAPI:
-    """The ASGI app over one shared index. ``agent_factory()`` makes an agent per question (default: the
-    configured model, loaded once on first use)."""
+def create_app(
+    index: Index | Mapping[str, Index],
+    settings: Settings,
+    runs_dir: Path | None = None,
+    agent_factory: Any = None,
+    access: Access | None = None,
+    audit: AuditLog | None = None,
+) -> FastAPI:
+    """The ASGI app over shared indexes: one (served as "default") or several by name, the first being the one
+    the routes without an index name (``/api/search/…``, ``/mcp``) serve. ``agent_factory(max_steps, index)``
+    makes an agent per question (default: the configured model, loaded once on first use, shared by every
+    index). ``access``: the tokens (default: ``server.token`` only); ``audit``: the request log."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from arag.api import make_agent
     from arag.models.choice import chat_model
     from arag.serve.mcp import build_server, per_session_toolkits
 
+    indexes = {"default": index} if isinstance(index, Index) else dict(index)
+    if not indexes:
+        raise ConfigError("no index to serve")
+    for name in indexes:
+        if not NAME.match(name):
+            raise ConfigError(f"index name {name!r}: letters, digits, '_', '.', '-' (at most 64)")
+    default_name = next(iter(indexes))
     server_settings = settings.server
-    mcp_sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(index)), json_response=False)
-    asks = threading.BoundedSemaphore(server_settings.max_concurrent_asks)
+    asks = threading.BoundedSemaphore(server_settings.max_concurrent_asks)  # one bound for the whole server
     model_lock = threading.Lock()
     shared_model: list[Any] = []
+    mcp_managers: list[Any] = []
 
-    def new_agent(max_steps: int | None) -> Any:
+    def new_agent(index: Index, max_steps: int | None) -> Any:
         if agent_factory is not None:
-            return agent_factory(max_steps)
+            return agent_factory(max_steps, index)
         agent_settings = settings.model_copy(deep=True)
         if max_steps:
             agent_settings.agent.max_steps = max_steps
@@ -199,7 +278,9 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with mcp_sessions.run():
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in mcp_managers:
+                await stack.enter_async_context(manager.run())
             yield
 
     app = FastAPI(
@@ -211,219 +292,257 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         redoc_url=None,
     )
 
-    def in_one_generation(function: Any, *args: Any) -> Any:
-        with index.snapshot():  # a request reads one generation, whatever a sync commits meanwhile
-            return function(*args)
+    def index_routes(index: Index) -> APIRouter:
+        """Every route of one index (paths under /api or /api/indexes/NAME)."""
+        router = APIRouter()
 
-    async def bounded(function: Any, *args: Any) -> Any:
-        try:
-            with anyio.fail_after(server_settings.request_timeout_s):
-                return await anyio.to_thread.run_sync(in_one_generation, function, *args)
-        except TimeoutError:
-            raise HTTPException(504, f"no result within {server_settings.request_timeout_s:g} s") from None
-        except ARagError as exc:
-            raise HTTPException(400, str(exc)) from None
+        def in_one_generation(function: Any, *args: Any) -> Any:
+            with index.snapshot():  # a request reads one generation, whatever a sync commits meanwhile
+                return function(*args)
 
-    def where(text: str | None) -> Filter | None:
-        try:
-            return parse_filter(text)
-        except FilterError as exc:
-            raise HTTPException(400, str(exc)) from None
-
-    @app.get("/api/info")
-    async def info() -> dict[str, Any]:
-        """The index manifest, as ``arag info`` prints it, and the metadata fields a filter can use."""
-        fields = await anyio.to_thread.run_sync(index.metadata_fields)
-        return {**asdict(index.manifest), "metadata_fields": fields}
-
-    @app.post("/api/search/keyword")
-    async def keyword(body: KeywordQuery) -> list[dict[str, Any]]:
-        keywords = [k for k in body.keywords if k.strip()]
-        if not keywords:
-            raise HTTPException(422, "the keyword list is empty")
-        hits = await bounded(index.keyword_search, keywords, body.top_k, where(body.where))
-        return [h.to_dict() for h in hits]
-
-    @app.post("/api/search/semantic")
-    async def semantic(body: SemanticQuery) -> list[dict[str, Any]]:
-        if not body.query.strip():
-            raise HTTPException(422, "the query is empty")
-        scope = where(body.where)
-        hits = await bounded(lambda: index.semantic_search(body.query, body.top_k, where=scope))
-        return [h.to_dict() for h in hits]
-
-    @app.post("/api/read")
-    async def read(body: ReadQuery) -> JSONResponse:
-        """The chunks found, as ``arag read --json`` prints them (with where each comes from); ids not found (or
-        outside the filter) are listed in the ``X-Missing-Chunk-Ids`` header (JSON), as the CLI lists them on
-        stderr."""
-        scope = where(body.where)
-
-        def read_located() -> tuple[list[dict[str, Any]], list[str]]:
-            found, missing = index.read(body.chunk_ids, scope)
-            rows = [
-                {"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id,
-                 "source": locate(index, r, body.claim).to_dict()}
-                for r in found
-            ]  # fmt: skip
-            return rows, missing
-
-        rows, missing = await bounded(read_located)
-        return JSONResponse(rows, headers={"X-Missing-Chunk-Ids": json.dumps(missing)} if missing else None)
-
-    sessions = ToolkitSessions(index, keep=MAX_SESSIONS, view=CLIENT_VIEW)
-
-    @app.post("/api/tools/{name}")
-    async def tool(name: str, arguments: dict[str, Any], request: Request) -> JSONResponse:
-        """A tool as the model sees it — its observation text — with the context tracker of this HTTP session:
-        send back the ``X-Session-Id`` the first reply carries, and a chunk already read returns a notice."""
-        session_id = request.headers.get("x-session-id", "")[:64] or secrets.token_urlsafe(16)
-        result = await bounded(sessions.get(session_id).call, name[:64], arguments)
-        body = {"tool": result.name, "ok": result.ok, "observation": result.observation,
-                "retrieved_tokens": result.retrieved_tokens, "chunk_ids": result.chunk_ids}  # fmt: skip
-        return JSONResponse(body, headers={"X-Session-Id": session_id})
-
-    @app.get("/api/chunks/{chunk_id:path}")
-    async def chunk(chunk_id: str, claim: str | None = Query(None, max_length=MAX_QUERY_CHARS)) -> dict[str, Any]:
-        """A chunk, where it comes from, and (with ``claim``) its sentence that best supports the claim: the web
-        page opens a citation with that sentence highlighted."""
-        found, _ = await bounded(index.read, [chunk_id[:MAX_QUERY_CHARS]])
-        if not found:
-            raise HTTPException(404, f"no chunk {chunk_id!r}")
-        source = await bounded(locate, index, found[0], claim)
-        return {**_chunk_dict(index, found[0]), "source": source.to_dict()}
-
-    @app.get("/api/export")
-    async def export() -> StreamingResponse:
-        def lines() -> Iterator[bytes]:
-            for record in index.store.iter_chunks():
-                row = {"chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text}
-                yield (json.dumps(row, ensure_ascii=False) + "\n").encode()
-
-        return StreamingResponse(lines(), media_type="application/x-ndjson")
-
-    @app.post("/api/ask")
-    async def ask(body: AskQuery) -> Any:
-        question = _question(body.question)
-        if not asks.acquire(blocking=False):
-            return _busy()
-        try:
-            scope = where(body.where)
-            agent = await anyio.to_thread.run_sync(new_agent, body.max_steps)
-            result = await anyio.to_thread.run_sync(agent.run, question, scope)
-        except ARagError as exc:
-            raise HTTPException(400, str(exc)) from None
-        finally:
-            asks.release()
-        return result.to_dict()
-
-    @app.post("/api/ask/stream")
-    async def ask_stream(body: AskQuery, request: Request) -> Any:
-        """Server-Sent Events: ``step`` per tool call as it happens, then ``answer``, then ``done``;
-        an ``error`` event if the question cannot be answered."""
-        question = _question(body.question)
-        where(body.where)  # a malformed filter is a 400 before the stream starts
-        return ask_events(question, body.where, request, max_steps=body.max_steps)
-
-    def ask_events(
-        question: str,
-        scope: str | None,
-        request: Request,
-        max_steps: int | None = None,
-        conversation: Conversation | None = None,
-    ) -> Any:
-        from arag.api import stream
-
-        if not asks.acquire(blocking=False):
-            return _busy()
-        stop = threading.Event()
-
-        async def events() -> AsyncIterator[bytes]:
+        async def bounded(function: Any, *args: Any) -> Any:
             try:
-                try:
-                    agent = None if conversation else await anyio.to_thread.run_sync(new_agent, max_steps)
-                except ARagError as exc:
-                    yield _sse("error", {"message": str(exc)})
-                    return
-                iterator = stream(index, question, agent=agent, stop=stop, where=scope, conversation=conversation)
-                while True:
-                    event = await anyio.to_thread.run_sync(next, iterator, None)
-                    if event is None or await request.is_disconnected():
-                        break
-                    kind = event["type"]
-                    payload = {k: v for k, v in event.items() if k != "type"}
-                    if kind == "result" and conversation is not None:
-                        payload["turn"] = len(conversation.turns)
-                    yield _sse("answer" if kind == "result" else kind, payload)
-                    if kind in ("result", "error"):
-                        break
-                yield _sse("done", {})
+                with anyio.fail_after(server_settings.request_timeout_s):
+                    return await anyio.to_thread.run_sync(in_one_generation, function, *args)
+            except TimeoutError:
+                raise HTTPException(504, f"no result within {server_settings.request_timeout_s:g} s") from None
+            except ARagError as exc:
+                raise HTTPException(400, str(exc)) from None
+
+        def where(text: str | None) -> Filter | None:
+            try:
+                return parse_filter(text)
+            except FilterError as exc:
+                raise HTTPException(400, str(exc)) from None
+
+        @router.get("/info")
+        async def info() -> dict[str, Any]:
+            """The index manifest, as ``arag info`` prints it, and the metadata fields a filter can use."""
+            fields = await anyio.to_thread.run_sync(index.metadata_fields)
+            return {**asdict(index.manifest), "metadata_fields": fields}
+
+        @router.post("/search/keyword")
+        async def keyword(body: KeywordQuery) -> list[dict[str, Any]]:
+            keywords = [k for k in body.keywords if k.strip()]
+            if not keywords:
+                raise HTTPException(422, "the keyword list is empty")
+            hits = await bounded(index.keyword_search, keywords, body.top_k, where(body.where))
+            return [h.to_dict() for h in hits]
+
+        @router.post("/search/semantic")
+        async def semantic(body: SemanticQuery) -> list[dict[str, Any]]:
+            if not body.query.strip():
+                raise HTTPException(422, "the query is empty")
+            scope = where(body.where)
+            hits = await bounded(lambda: index.semantic_search(body.query, body.top_k, where=scope))
+            return [h.to_dict() for h in hits]
+
+        @router.post("/read")
+        async def read(body: ReadQuery) -> JSONResponse:
+            """The chunks found, as ``arag read --json`` prints them (with where each comes from); ids not found (or
+            outside the filter) are listed in the ``X-Missing-Chunk-Ids`` header (JSON), as the CLI lists them on
+            stderr."""
+            scope = where(body.where)
+
+            def read_located() -> tuple[list[dict[str, Any]], list[str]]:
+                found, missing = index.read(body.chunk_ids, scope)
+                rows = [
+                    {"chunk_id": r.chunk_id, "text": r.text, "prev_id": r.prev_id, "next_id": r.next_id,
+                     "source": locate(index, r, body.claim).to_dict()}
+                    for r in found
+                ]  # fmt: skip
+                return rows, missing
+
+            rows, missing = await bounded(read_located)
+            return JSONResponse(rows, headers={"X-Missing-Chunk-Ids": json.dumps(missing)} if missing else None)
+
+        sessions = ToolkitSessions(index, keep=MAX_SESSIONS, view=CLIENT_VIEW)
+
+        @router.post("/tools/{name}")
+        async def tool(name: str, arguments: dict[str, Any], request: Request) -> JSONResponse:
+            """A tool as the model sees it — its observation text — with the context tracker of this HTTP session:
+            send back the ``X-Session-Id`` the first reply carries, and a chunk already read returns a notice."""
+            session_id = request.headers.get("x-session-id", "")[:64] or secrets.token_urlsafe(16)
+            result = await bounded(sessions.get(session_id).call, name[:64], arguments)
+            body = {"tool": result.name, "ok": result.ok, "observation": result.observation,
+                    "retrieved_tokens": result.retrieved_tokens, "chunk_ids": result.chunk_ids}  # fmt: skip
+            return JSONResponse(body, headers={"X-Session-Id": session_id})
+
+        @router.get("/chunks/{chunk_id:path}")
+        async def chunk(chunk_id: str, claim: str | None = Query(None, max_length=MAX_QUERY_CHARS)) -> dict[str, Any]:
+            """A chunk, where it comes from, and (with ``claim``) its sentence that best supports the claim: the web
+            page opens a citation with that sentence highlighted."""
+            found, _ = await bounded(index.read, [chunk_id[:MAX_QUERY_CHARS]])
+            if not found:
+                raise HTTPException(404, f"no chunk {chunk_id!r}")
+            source = await bounded(locate, index, found[0], claim)
+            return {**_chunk_dict(index, found[0]), "source": source.to_dict()}
+
+        @router.get("/export")
+        async def export() -> StreamingResponse:
+            def lines() -> Iterator[bytes]:
+                for record in index.store.iter_chunks():
+                    row = {"chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text}
+                    yield (json.dumps(row, ensure_ascii=False) + "\n").encode()
+
+            return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+        @router.post("/ask")
+        async def ask(body: AskQuery) -> Any:
+            question = _question(body.question)
+            if not asks.acquire(blocking=False):
+                return _busy()
+            try:
+                scope = where(body.where)
+                agent = await anyio.to_thread.run_sync(new_agent, index, body.max_steps)
+                result = await anyio.to_thread.run_sync(agent.run, question, scope)
+            except ARagError as exc:
+                raise HTTPException(400, str(exc)) from None
             finally:
-                stop.set()  # a client that went away ends the agent at its next step
                 asks.release()
+            return result.to_dict()
 
-        return StreamingResponse(
-            events(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-        )
+        @router.post("/ask/stream")
+        async def ask_stream(body: AskQuery, request: Request) -> Any:
+            """Server-Sent Events: ``step`` per tool call as it happens, then ``answer``, then ``done``;
+            an ``error`` event if the question cannot be answered."""
+            question = _question(body.question)
+            where(body.where)  # a malformed filter is a 400 before the stream starts
+            return ask_events(question, body.where, request, max_steps=body.max_steps)
 
-    # ------------------------------------------------------------------ conversations
-    conversations = Conversations(settings.conversation.idle_expiry_s, settings.conversation.max_open)
+        def ask_events(
+            question: str,
+            scope: str | None,
+            request: Request,
+            max_steps: int | None = None,
+            conversation: Conversation | None = None,
+        ) -> Any:
+            from arag.api import stream
 
-    def conversation_view(conversation_id: str, conversation: Conversation) -> dict[str, Any]:
-        turns = [
-            {"question": t.question, "answer": t.result.answer, "sources": t.result.sources, "compacted": t.compacted}
-            for t in conversation.turns
+            if not asks.acquire(blocking=False):
+                return _busy()
+            stop = threading.Event()
+
+            async def events() -> AsyncIterator[bytes]:
+                try:
+                    try:
+                        agent = None if conversation else await anyio.to_thread.run_sync(new_agent, index, max_steps)
+                    except ARagError as exc:
+                        yield _sse("error", {"message": str(exc)})
+                        return
+                    iterator = stream(index, question, agent=agent, stop=stop, where=scope, conversation=conversation)
+                    while True:
+                        event = await anyio.to_thread.run_sync(next, iterator, None)
+                        if event is None or await request.is_disconnected():
+                            break
+                        kind = event["type"]
+                        payload = {k: v for k, v in event.items() if k != "type"}
+                        if kind == "result" and conversation is not None:
+                            payload["turn"] = len(conversation.turns)
+                        yield _sse("answer" if kind == "result" else kind, payload)
+                        if kind in ("result", "error"):
+                            break
+                    yield _sse("done", {})
+                finally:
+                    stop.set()  # a client that went away ends the agent at its next step
+                    asks.release()
+
+            return StreamingResponse(
+                events(),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            )
+
+        # ------------------------------------------------------------------ conversations
+        conversations = Conversations(settings.conversation.idle_expiry_s, settings.conversation.max_open)
+
+        def conversation_view(conversation_id: str, conversation: Conversation) -> dict[str, Any]:
+            turns = [
+                {
+                    "question": t.question,
+                    "answer": t.result.answer,
+                    "sources": t.result.sources,
+                    "compacted": t.compacted,
+                }
+                for t in conversation.turns
+            ]
+            return {"id": conversation_id, "turns": turns, "expires_after_idle_s": conversations.idle_expiry_s}
+
+        @router.post("/conversations", status_code=201)
+        async def new_conversation(body: NewConversation | None = None) -> dict[str, Any]:
+            """Open a conversation: its questions follow one another, with one context tracker (docs: README,
+            Conversations). Returns its id, to send with each question; it expires when idle."""
+            body = body or NewConversation()
+            scope = where(body.where)
+            agent = await bounded(new_agent, index, body.max_steps)
+            conversation = Conversation(agent, settings.conversation.max_tokens, scope)
+            return conversation_view(conversations.add(conversation), conversation)
+
+        @router.get("/conversations/{conversation_id}")
+        async def get_conversation(conversation_id: str) -> dict[str, Any]:
+            """The conversation's turns so far (question, answer, resolved citations) and every source it used."""
+            conversation = conversations.get(conversation_id[:64])
+            view = conversation_view(conversation_id, conversation)
+            return {**view, "sources": await bounded(conversation.sources)}
+
+        @router.delete("/conversations/{conversation_id}", status_code=204)
+        async def delete_conversation(conversation_id: str) -> Response:
+            if not conversations.remove(conversation_id[:64]):
+                raise HTTPException(404, "no such conversation (it may have expired)")
+            return Response(status_code=204)
+
+        def follow_up(conversation_id: str, body: FollowUp) -> tuple[Conversation, str, Filter | None]:
+            conversation = conversations.get(conversation_id[:64])
+            if conversation.lock.locked():
+                raise HTTPException(409, "this conversation is answering a question; wait for its answer")
+            return conversation, _question(body.question), where(body.where)
+
+        @router.post("/conversations/{conversation_id}/ask")
+        async def converse(conversation_id: str, body: FollowUp) -> Any:
+            """The next question of the conversation; its answer as /api/ask gives it, with ``turn`` (from 1)."""
+            conversation, question, scope = follow_up(conversation_id, body)
+            if not asks.acquire(blocking=False):
+                return _busy()
+            try:
+                result = await anyio.to_thread.run_sync(conversation.ask, question, scope)
+            except ARagError as exc:
+                raise HTTPException(400, str(exc)) from None
+            finally:
+                asks.release()
+            return {**result.to_dict(), "turn": len(conversation.turns)}
+
+        @router.post("/conversations/{conversation_id}/ask/stream")
+        async def converse_stream(conversation_id: str, body: FollowUp, request: Request) -> Any:
+            """The next question, its steps as Server-Sent Events as /api/ask/stream sends them."""
+            conversation, question, _scope = follow_up(conversation_id, body)
+            return ask_events(question, body.where, request, conversation=conversation)
+
+        return router
+
+    for name, served in indexes.items():
+        router = index_routes(served)
+        mcp_sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(served)), json_response=False)
+        mcp_managers.append(mcp_sessions)
+
+        async def mcp_endpoint(scope: Scope, receive: Receive, send: Send, sessions: Any = mcp_sessions) -> None:
+            await sessions.handle_request(scope, receive, send)
+
+        # the schema (/openapi.json) shows the default index's routes only: it must not list the other indexes
+        app.include_router(router, prefix=f"/api/indexes/{name}", include_in_schema=False)
+        app.mount(f"/api/indexes/{name}/mcp", mcp_endpoint)
+        if name == default_name:
+            app.include_router(router, prefix="/api")
+            app.mount("/mcp", mcp_endpoint)
+
+    @app.get("/api/indexes")
+    async def list_indexes(request: Request) -> list[dict[str, Any]]:
+        """The indexes this token may use (all, without tokens), the default one first."""
+        principal: Principal = request.scope.get("arag.principal", ANONYMOUS)
+        return [
+            {"name": name, "default": name == default_name, "documents": served.manifest.counts.get("documents")}
+            for name, served in indexes.items()
+            if principal.sees(name)
         ]
-        return {"id": conversation_id, "turns": turns, "expires_after_idle_s": conversations.idle_expiry_s}
-
-    @app.post("/api/conversations", status_code=201)
-    async def new_conversation(body: NewConversation | None = None) -> dict[str, Any]:
-        """Open a conversation: its questions follow one another, with one context tracker (docs: README,
-        Conversations). Returns its id, to send with each question; it expires when idle."""
-        body = body or NewConversation()
-        scope = where(body.where)
-        agent = await bounded(new_agent, body.max_steps)
-        conversation = Conversation(agent, settings.conversation.max_tokens, scope)
-        return conversation_view(conversations.add(conversation), conversation)
-
-    @app.get("/api/conversations/{conversation_id}")
-    async def get_conversation(conversation_id: str) -> dict[str, Any]:
-        """The conversation's turns so far (question, answer, resolved citations) and every source it used."""
-        conversation = conversations.get(conversation_id[:64])
-        view = conversation_view(conversation_id, conversation)
-        return {**view, "sources": await bounded(conversation.sources)}
-
-    @app.delete("/api/conversations/{conversation_id}", status_code=204)
-    async def delete_conversation(conversation_id: str) -> Response:
-        if not conversations.remove(conversation_id[:64]):
-            raise HTTPException(404, "no such conversation (it may have expired)")
-        return Response(status_code=204)
-
-    def follow_up(conversation_id: str, body: FollowUp) -> tuple[Conversation, str, Filter | None]:
-        conversation = conversations.get(conversation_id[:64])
-        if conversation.lock.locked():
-            raise HTTPException(409, "this conversation is answering a question; wait for its answer")
-        return conversation, _question(body.question), where(body.where)
-
-    @app.post("/api/conversations/{conversation_id}/ask")
-    async def converse(conversation_id: str, body: FollowUp) -> Any:
-        """The next question of the conversation; its answer as /api/ask gives it, with ``turn`` (from 1)."""
-        conversation, question, scope = follow_up(conversation_id, body)
-        if not asks.acquire(blocking=False):
-            return _busy()
-        try:
-            result = await anyio.to_thread.run_sync(conversation.ask, question, scope)
-        except ARagError as exc:
-            raise HTTPException(400, str(exc)) from None
-        finally:
-            asks.release()
-        return {**result.to_dict(), "turn": len(conversation.turns)}
-
-    @app.post("/api/conversations/{conversation_id}/ask/stream")
-    async def converse_stream(conversation_id: str, body: FollowUp, request: Request) -> Any:
-        """The next question, its steps as Server-Sent Events as /api/ask/stream sends them."""
-        conversation, question, _scope = follow_up(conversation_id, body)
-        return ask_events(question, body.where, request, conversation=conversation)
 
     # ------------------------------------------------------------------ evaluation runs
     def run_path(name: str) -> Path:
@@ -458,11 +577,7 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
     async def compare(a: str = Query(max_length=200), b: str = Query(max_length=200)) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(_compare, run_path(a), run_path(b))
 
-    # ------------------------------------------------------------------ MCP over HTTP, the page
-    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        await mcp_sessions.handle_request(scope, receive, send)
-
-    app.mount("/mcp", mcp_endpoint)
+    # ------------------------------------------------------------------ the page
     web = Path(str(resources.files("arag.serve").joinpath(WEB)))
 
     @app.get("/", include_in_schema=False)
@@ -488,7 +603,10 @@ def create_app(index: Index, settings: Settings, runs_dir: Path | None = None, a
         app.add_middleware(
             CORSMiddleware, allow_origins=server_settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
         )
-    app.add_middleware(Guard, token=server_settings.token, max_body=server_settings.max_body_bytes)
+    access = access or Access([], server_settings.token)
+    app.add_middleware(
+        Guard, access=access, default_index=default_name, max_body=server_settings.max_body_bytes, audit=audit
+    )
     return app
 
 
@@ -588,15 +706,23 @@ def _compare(a: Path, b: Path) -> dict[str, Any]:
     return {"a": left["summary"], "b": right["summary"], "questions": rows}
 
 
-def serve(index: Index, settings: Settings, runs_dir: Path | None = None) -> None:
+def serve(indexes: Index | Mapping[str, Index], settings: Settings, runs_dir: Path | None = None) -> None:
     import uvicorn
 
+    from arag.serve.access import default_tokens_file
+
     server_settings = settings.server
-    if server_settings.host not in LOOPBACK and not server_settings.token:
+    access = Access.load(server_settings.tokens_file or default_tokens_file(), server_settings.token)
+    if server_settings.host not in LOOPBACK and not access.enabled:
         raise ConfigError(
-            f"binding {server_settings.host} exposes the index beyond this machine: set a token "
-            "(--token or ARAG_SERVER__TOKEN, at least 16 characters)"
+            f"binding {server_settings.host} exposes the index beyond this machine: set a token (--token or "
+            "ARAG_SERVER__TOKEN, at least 16 characters) or create scoped ones (arag token add)"
         )
-    app = create_app(index, settings, runs_dir)
+    audit = AuditLog(server_settings.audit_log, server_settings.audit_questions) if server_settings.audit_log else None
+    app = create_app(indexes, settings, runs_dir, access=access, audit=audit)
     config = uvicorn.Config(app, host=server_settings.host, port=server_settings.port, log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve())
+    try:
+        asyncio.run(uvicorn.Server(config).serve())
+    finally:
+        if audit is not None:
+            audit.close()
