@@ -22,6 +22,7 @@ from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings
 from arag.tools.toolkit import Toolkit, ToolResult
 from arag.tools.tracker import ContextTracker
+from arag.tracing import QuestionTrace
 
 if TYPE_CHECKING:
     from arag.agent.conversation import Conversation
@@ -54,6 +55,7 @@ class Agent:
         self.on_step: Callable[[Step], None] | None = None  # live display hook (the CLI prints steps)
         self.on_model_call: Callable[[int], None] | None = None  # called before each model call, with its number
         self.cancelled: Callable[[], bool] | None = None  # checked before each step (a client went away)
+        self.trace_parent: Any = None  # the caller's trace context (arag.tracing.parent_from), for the next questions
 
     def run(
         self, question: str, where: str | Filter | None = None, conversation: Conversation | None = None
@@ -74,13 +76,19 @@ class Agent:
                         run.tell(prompts.EMPTY_REPLY)
                         self._end_step(run, stalled=True)
                 if run.stop_reason not in ("answered", "cancelled"):  # the step limit, a budget or a stall
+                    run.trace.step(run.steps + 1, final=True)
                     run.tell(prompts.FINAL[self.bundle.profile.final_prompt])
                     run.finish(self._act(run, policies, final=True).answer, run.stop_reason)
             except TimeBudgetExceeded as exc:
                 run.fail("time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)")
             except LLMError as exc:
                 run.fail("error", str(exc))
-            return self._finish(run, conversation)
+            except BaseException as exc:  # a bug or Ctrl-C: the trace records it, the exception goes on
+                run.trace.abort(exc)
+                raise
+            result = self._finish(run, conversation)
+            run.trace.end(result)
+            return result
 
     # ------------------------------------------------------------------ the loop's parts
     def _start(
@@ -90,7 +98,16 @@ class Agent:
         toolkit.scope = parse_filter(where) if isinstance(where, str) else where
         toolkit.focus_query = question
         history = conversation.history() if conversation else []
-        run = RunState(question, self.system_message, toolkit, self.settings, self._observation, self.on_step, history)
+        attributes = {
+            "arag.profile": self.bundle.name,
+            "arag.max_steps": self.settings.max_steps,
+            "gen_ai.request.model": getattr(self.model, "model", None),
+            "arag.index.generation": self.index.manifest.generation,
+        }
+        trace = QuestionTrace(question, attributes, self.trace_parent)
+        run = RunState(
+            question, self.system_message, toolkit, self.settings, self._observation, self.on_step, history, trace
+        )
         policies = [cls(self.settings) for cls in self.bundle.policies]  # a policy's state is one question's
         for policy in policies:
             policy.start(run)
@@ -105,6 +122,7 @@ class Agent:
     def _opening_calls(self, run: RunState, policies: list[Policy]) -> None:
         for policy in policies:
             if (call := policy.opening(run)) is not None:
+                run.trace.step(0)  # the opening calls a policy makes before the model acts
                 self._show(run, policies, call, run.harness_call(call), harness="before its first action")
 
     def _next_step(self, run: RunState) -> bool:
@@ -114,6 +132,8 @@ class Agent:
             run.stop_reason = "cancelled"
         elif run.stop_reason is None and run.usage.total_tokens >= self.settings.token_budget:
             run.stop_reason = "token_budget"
+        if run.stop_reason is None:
+            run.trace.step(run.steps + 1)
         return run.stop_reason is None
 
     def _act(self, run: RunState, policies: list[Policy], final: bool = False) -> Action:
@@ -133,7 +153,7 @@ class Agent:
             # llama.cpp's parser rejected the constrained output; at temperature 0 the same request fails again,
             # so the model is asked once without the grammar (its text reply is parsed as usual)
             turn, rejected = self.model.complete(run.messages, deadline=run.deadline), True
-        run.record_turn(turn, time.perf_counter() - started, rejected)
+        run.record_turn(turn, time.perf_counter() - started, rejected, getattr(self.model, "model", ""))
         action = self.actions.parse(turn, run.toolkit)
         if action.answer and not action.calls:
             for policy in policies:

@@ -17,6 +17,7 @@ from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
 from arag.tools.arguments import parse_arguments
 from arag.tools.toolkit import Toolkit, ToolResult
+from arag.tracing import QuestionTrace
 
 STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "cancelled", "error")
 _CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
@@ -97,8 +98,10 @@ class RunState:
         observe: Callable[[ToolCall, str], dict[str, Any]],
         on_step: Callable[[Step], None] | None = None,
         history: list[dict[str, Any]] | None = None,
+        trace: QuestionTrace | None = None,
     ) -> None:
         self.question, self.toolkit, self.settings = question, toolkit, settings
+        self.trace = trace or QuestionTrace(question, {})  # spans of the question (arag.tracing; off: no-ops)
         self._history = len(history or [])  # a conversation's earlier turns come before the question
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
@@ -205,7 +208,8 @@ class RunState:
     def tell(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
 
-    def record_turn(self, turn: ChatTurn, latency_s: float, rejected: bool) -> None:
+    def record_turn(self, turn: ChatTurn, latency_s: float, rejected: bool, model: str = "") -> None:
+        self.trace.model_call(model, latency_s, turn.usage, turn.finish_reason)
         self.usage.add(turn.usage)
         self.model_calls.append(
             {
@@ -240,7 +244,9 @@ class RunState:
 
     def _run_tool(self, name: str, arguments: Any, header: str | None = None, by_model: bool = True) -> ToolResult:
         read_before = frozenset(self.read_ids)
-        result = self.toolkit.call(name, arguments, header=header)
+        with self.trace.tool(str(name), arguments, by_model) as traced:
+            result = self.toolkit.call(name, arguments, header=header)
+            traced(result)
         if result.ok and self.toolkit.canonical(name) != "chunk_read":
             search = Search(self.toolkit.canonical(name), tuple(result.hits), read_before, result.pair, by_model)
             self.searches.append(search)

@@ -1302,7 +1302,10 @@ def eval_retrieval(
 
 
 def main() -> None:
+    from arag import tracing
+
     try:
+        tracing.configure()  # spans over OTLP when OTEL_* variables ask for them
         app()
     except ARagError as exc:
         _say("[red]error[/red]", str(exc))

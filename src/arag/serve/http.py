@@ -43,6 +43,7 @@ from arag.tools.arguments import MAX_QUERY_CHARS
 from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import MAX_KEYWORDS, MAX_READ, MAX_TOP_K
 from arag.tools.view import CLIENT_VIEW
+from arag.tracing import parent_from
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)
@@ -388,13 +389,14 @@ def create_app(
             return StreamingResponse(lines(), media_type="application/x-ndjson")
 
         @router.post("/ask")
-        async def ask(body: AskQuery) -> Any:
+        async def ask(body: AskQuery, request: Request) -> Any:
             question = _question(body.question)
             if not asks.acquire(blocking=False):
                 return _busy()
             try:
                 scope = where(body.where)
                 agent = await anyio.to_thread.run_sync(new_agent, index, body.max_steps)
+                agent.trace_parent = parent_from(request.headers)  # the caller's traceparent, if any
                 result = await anyio.to_thread.run_sync(agent.run, question, scope)
             except ARagError as exc:
                 raise HTTPException(400, str(exc)) from None
@@ -427,6 +429,7 @@ def create_app(
                 try:
                     try:
                         agent = None if conversation else await anyio.to_thread.run_sync(new_agent, index, max_steps)
+                        (agent or conversation.agent).trace_parent = parent_from(request.headers)  # type: ignore[union-attr]
                     except ARagError as exc:
                         yield _sse("error", {"message": str(exc)})
                         return
@@ -498,12 +501,13 @@ def create_app(
             return conversation, _question(body.question), where(body.where)
 
         @router.post("/conversations/{conversation_id}/ask")
-        async def converse(conversation_id: str, body: FollowUp) -> Any:
+        async def converse(conversation_id: str, body: FollowUp, request: Request) -> Any:
             """The next question of the conversation; its answer as /api/ask gives it, with ``turn`` (from 1)."""
             conversation, question, scope = follow_up(conversation_id, body)
             if not asks.acquire(blocking=False):
                 return _busy()
             try:
+                conversation.agent.trace_parent = parent_from(request.headers)
                 result = await anyio.to_thread.run_sync(conversation.ask, question, scope)
             except ARagError as exc:
                 raise HTTPException(400, str(exc)) from None
