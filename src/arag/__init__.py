@@ -2,6 +2,8 @@
 
 from arag.agent import Agent, AgentResult, Conversation
 from arag.api import ask, conversation, make_agent, open_index, stream
+from arag.corpus.build import build_index
+from arag.corpus.watch import watch_sources
 from arag.errors import ARagError
 from arag.index import Index, SearchHit
 from arag.settings import Settings, load_settings
@@ -17,11 +19,13 @@ __all__ = [
     "Settings",
     "Toolkit",
     "ask",
+    "build_index",
     "conversation",
     "load_settings",
     "make_agent",
     "open_index",
     "stream",
+    "watch_sources",
 ]
 try:
     from importlib.metadata import PackageNotFoundError, version
