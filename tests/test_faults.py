@@ -265,10 +265,44 @@ def test_empty_question_is_rejected_before_any_model_call(hippo_index: Index, se
 # ------------------------------------------------------------------ bounded time
 def test_never_answering_endpoint_ends_the_question(hippo_index: Index, server: ScriptedServer) -> None:
     server.default = Hang()
-    model = _model(server, timeout_s=0.5, max_retries=1)
+    model = _model(server, timeout_s=0.5, max_retries=1, retry_timeouts=True)
     result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
     assert result.stop_reason == "error"
     assert result.error is not None and "did not send a complete reply within 0.5 s (2 attempts)" in result.error
+
+
+@pytest.mark.parametrize("fault", [Hang(), Drip(interval_s=0.1)], ids=["hangs", "drips"])
+def test_by_default_a_timed_out_request_is_not_retried(hippo_index: Index, server: ScriptedServer, fault: Any) -> None:
+    # the defaults but a short deadline: retries stay on for 429/5xx, a timeout is final (worst case: one timeout_s)
+    server.default = fault
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted", timeout_s=0.6))
+    assert model.settings.max_retries == 3 and not model.settings.retry_timeouts
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
+    assert result.stop_reason == "error" and result.error is not None
+    assert "within 0.6 s (1 attempt; a timed-out request is not retried)" in result.error
+    assert "\n" not in result.error and "Traceback" not in result.error
+    assert len(server.requests) == 1
+
+
+def test_three_transient_failures_in_a_row_are_retried_honouring_retry_after(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    error = {"error": {"message": "busy", "type": "server_error"}}
+    server.replies = [(500, error), (500, error), (429, error, {"Retry-After": "1"}), completion("It was 851.")]
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted"))  # the defaults
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
+    assert result.stop_reason == "answered" and result.answer.startswith("It was 851")
+    assert len(server.requests) == 4
+    assert server.arrivals[3] - server.arrivals[2] >= 0.95  # the 429's Retry-After, not the SDK's shorter backoff
+
+
+def test_a_fourth_transient_failure_ends_the_question_with_one_line(hippo_index: Index, server: ScriptedServer) -> None:
+    error = {"error": {"message": "busy", "type": "server_error"}}
+    server.replies = [(503, error)] * 4 + [completion("never reached")]
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted"))
+    result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
+    assert result.stop_reason == "error" and result.error is not None and "HTTP 503" in result.error
+    assert "\n" not in result.error and len(server.requests) == 4
 
 
 def test_dripping_endpoint_is_bounded_per_whole_request(hippo_index: Index, server: ScriptedServer) -> None:

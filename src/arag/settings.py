@@ -112,11 +112,17 @@ class LLMSettings(BaseModel):
         description="Deadline for each whole request (headers and body), seconds; an overrun counts as a timeout.",
     )
     max_retries: int = Field(
-        2,
+        3,
         ge=0,
         le=10,
-        description="Retries the openai SDK makes on 429, 5xx, connection errors and timeouts "
-        "(the embedded model is never retried).",
+        description="Retries the openai SDK makes on 429, 5xx and connection errors, with exponential backoff that "
+        "honours Retry-After (up to 120 s): three transient failures in a row still end in an answer. The embedded "
+        "model is never retried.",
+    )
+    retry_timeouts: bool = Field(
+        False,
+        description="Retry a request that overran timeout_s too (each retry waits the full deadline again). Off: a "
+        "never-answering endpoint ends the question after one timeout_s.",
     )
 
 

@@ -19,7 +19,7 @@ import json
 import math
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
@@ -126,8 +126,9 @@ class ChatModel:
             raise TimeBudgetExceeded(
                 f"the time budget for this question ran out while waiting for {self._label()}"
             ) from None
-        except openai.APITimeoutError:
-            attempts = 1 + (0 if self.local else self.settings.max_retries)
+        except (openai.APITimeoutError, _TimedOut):
+            retried = self.settings.retry_timeouts and not self.local
+            attempts = 1 + (self.settings.max_retries if retried else 0)
             if self.local:
                 raise LLMError(
                     f"the local model did not answer within {self.settings.timeout_s:g} s: it is too slow on this "
@@ -135,7 +136,9 @@ class ChatModel:
                 ) from None
             raise LLMError(
                 f"{self._label()} did not send a complete reply within {self.settings.timeout_s:g} s "
-                f"({attempts} attempts); check the endpoint or raise ARAG_LLM__TIMEOUT_S"
+                f"({attempts} attempt{'s' if attempts > 1 else ''}"
+                f"{'' if retried else '; a timed-out request is not retried'}); check the endpoint or raise "
+                "ARAG_LLM__TIMEOUT_S"
             ) from None
         except openai.APIStatusError as exc:
             message = f"{self._label()} answered HTTP {exc.status_code}: {_brief(exc)}"
@@ -166,8 +169,13 @@ class ChatModel:
             ) as client,
         ):
             with anyio.fail_after(budget):  # None: no limit
-                raw = await client.chat.completions.with_raw_response.create(**kwargs)
-                return raw.http_response.content
+                with anyio.CancelScope() as request:
+                    if not self.settings.retry_timeouts:
+                        # a request that timed out is final: the SDK's retry would wait the full deadline again
+                        transport.on_timeout = request.cancel
+                    raw = await client.chat.completions.with_raw_response.create(**kwargs)
+                    return raw.http_response.content
+            raise _TimedOut  # the scope was cancelled by a timeout
 
     def _label(self) -> str:
         return "the local model" if self.local else f"the {self.model} endpoint"
@@ -186,6 +194,10 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+class _TimedOut(Exception):
+    """A request overran its deadline and, timeouts not being retried, ended there."""
+
+
 class WholeRequestDeadline(httpx2.AsyncBaseTransport):
     """Bounds a whole HTTP exchange — headers and body — by one deadline, and reports overruns as
     ``httpx2.ReadTimeout`` so that the openai SDK's own retry policy applies to them."""
@@ -193,6 +205,7 @@ class WholeRequestDeadline(httpx2.AsyncBaseTransport):
     def __init__(self, inner: httpx2.AsyncBaseTransport, seconds: float) -> None:
         self.inner = inner
         self.seconds = seconds
+        self.on_timeout: Callable[[], Any] = lambda: None  # told of each overrun before it is raised
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         deadline = anyio.current_time() + self.seconds
@@ -200,8 +213,9 @@ class WholeRequestDeadline(httpx2.AsyncBaseTransport):
             with anyio.fail_after(self.seconds):
                 response = await self.inner.handle_async_request(request)
         except TimeoutError:
+            self.on_timeout()
             raise httpx2.ReadTimeout(f"no response headers within {self.seconds:g} s", request=request) from None
-        response.stream = _DeadlineStream(response.stream, deadline, request)
+        response.stream = _DeadlineStream(response.stream, deadline, request, self.on_timeout)
         return response
 
     async def aclose(self) -> None:
@@ -209,8 +223,8 @@ class WholeRequestDeadline(httpx2.AsyncBaseTransport):
 
 
 class _DeadlineStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, deadline: float, request: httpx2.Request) -> None:
-        self.inner, self.deadline, self.request = inner, deadline, request
+    def __init__(self, inner: Any, deadline: float, request: httpx2.Request, on_timeout: Callable[[], Any]) -> None:
+        self.inner, self.deadline, self.request, self.on_timeout = inner, deadline, request, on_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         iterator = self.inner.__aiter__()
@@ -222,6 +236,7 @@ class _DeadlineStream(httpx2.AsyncByteStream):
             except StopAsyncIteration:
                 return
             except TimeoutError:
+                self.on_timeout()
                 raise httpx2.ReadTimeout("the reply body did not complete in time", request=self.request) from None
             received += len(chunk)
             if received > MAX_REPLY_BYTES:
