@@ -146,8 +146,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the bundle minus each policy where it acted")
-    run.add_argument("reference", type=Path, help="the bundle's run directory (after the options: what follows it "
-                     "is the arag eval run command line)")
+    run.add_argument(
+        "reference",
+        type=Path,
+        help="the bundle's run directory (after the options: what follows it is the arag eval run command line)",
+    )
     run.add_argument("--out", type=Path, required=True, help="where the ablation runs go")
     run.add_argument("--policies", nargs="+", help="only these of the bundle's policies, in this order")
     run.add_argument(
