@@ -343,9 +343,19 @@ def test_arag_serve_with_two_named_indexes_tokens_and_an_audit_log(tmp_path: Pat
             hits = client.post("/api/indexes/b/search/keyword", json={"keywords": ["text"]}, headers=auth).json()
             assert [h["chunk_id"] for h in hits] == ["b/b.md#0"]
             assert client.get("/api/info", headers=auth).status_code == 404  # the default is a
+            # a sync of b while the server runs: its next requests read the new generation, no restart
+            (tmp_path / "b" / "b.md").unlink()
+            (tmp_path / "b" / "new.md").write_text("Fresh words arrive.")
+            build_index([tmp_path / "b"], tmp_path / "b-idx", fake_settings(), sync=True)
+            search = {"keywords": ["Fresh words"]}
+            while not client.post("/api/indexes/b/search/keyword", json=search, headers=auth).json():
+                assert time.monotonic() < deadline + 30, "the server kept the old generation"
+                time.sleep(0.2)
+            assert client.post("/api/indexes/b/search/keyword", json={"keywords": ["text"]}, headers=auth).json() == []
     finally:
         server.terminate()
         server.wait(timeout=30)
     logged = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(e["token"], e["status"]) for e in logged][:2] == [(None, 401), ("bee", 200)]
+    assert {e["token"] for e in logged} == {None, "bee"} and not any(token in json.dumps(e) for e in logged)
     assert "Traceback" not in (server.stderr.read() if server.stderr else "")

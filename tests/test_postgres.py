@@ -432,7 +432,7 @@ def _backend_of(conninfo: str, application: str) -> list[tuple[int, str | None]]
         ).fetchall()
 
 
-def test_kill_9_during_ingest_leaves_the_previous_state(nodes: list[PgNode], tmp_path: Path) -> None:
+def test_kill_9_during_a_sync_leaves_the_previous_state(nodes: list[PgNode], tmp_path: Path) -> None:
     location = nodes[0].database("single", index="killed")
     folder = tmp_path / "c"  # one source path: each version replaces the documents of the one before
     build_index([_many_documents(folder, 50, "one")], location, fake_settings(), rebuild=True)
@@ -442,7 +442,7 @@ def test_kill_9_during_ingest_leaves_the_previous_state(nodes: list[PgNode], tmp
     big = _many_documents(folder, 6000, "two")
     log = (tmp_path / "ingest.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "arag", "index", str(big), "--index", location, "--embedder", "fake"],
+        [sys.executable, "-m", "arag", "index", str(big), "--index", location, "--embedder", "fake", "--sync"],
         stdout=log,
         stderr=log,
     )
