@@ -1279,6 +1279,41 @@ def eval_analyze(
         _say("wrote", f"{analysis['run_dir']}/analysis.jsonl ({analysis['wrong']} wrong: {causes or 'none'})")
 
 
+@eval_app.command("export")
+def eval_export(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run folders written by arag eval run.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for train.jsonl and heldout.jsonl.")],
+    fmt: Annotated[str, typer.Option("--format", help="openai-chat or sharegpt (LLaMA-Factory).")] = "openai-chat",
+    only_correct: Annotated[bool, typer.Option("--only-correct", help="Only correctly answered questions.")] = False,
+    by: Annotated[
+        str, typer.Option(help="What counts as correct: contain, llm, key-terms, or any of those the run has.")
+    ] = "any",
+    heldout: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="Share of questions (by id) in heldout.jsonl.")
+    ] = 0.1,
+    key_terms: Annotated[
+        Path | None, typer.Option("--key-terms", help="Score answers by these key terms first.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the runs' trajectories as fine-tuning data (system prompt, tool schemas, tool calls and observations,
+    final answer), deduplicated, with a held-out split by question id."""
+    from arag.eval.export import export_runs
+
+    report = export_runs(run_dirs, out, fmt, only_correct, by, heldout, key_terms)  # type: ignore[arg-type]
+    if as_json:
+        from dataclasses import asdict
+
+        _print_json(asdict(report))
+        return
+    _say(
+        "exported",
+        f"{report.examples} training and {report.heldout} held-out examples ({fmt}) → {', '.join(report.files)}; "
+        f"left out: {report.skipped_unanswered} unanswered, {report.skipped_wrong} wrong, "
+        f"{report.skipped_unscored} unscored, {report.duplicates} duplicates",
+    )
+
+
 @eval_app.command("retrieval")
 def eval_retrieval(
     dataset: DatasetOpt = None,

@@ -14,7 +14,7 @@ SENTENCE_CHARS = 300
 @register
 class ClosestSentence(Policy):
     """A small model read the sentence that answers the question and read on, chunk after chunk, until the step
-    limit (on GraphRAG-Bench Medical 17 of 20 runs ended there, the answer read in most). After every read, whoever
+    limit, the answer read (docs/results.md, agent policies). After every read, whoever
     made it, the loop names the sentence of the chunks just read that is closest to the question (the embedder's
     cosine) and asks for the answer if it is one, or for the search that the sentence points to."""
 

@@ -11,12 +11,12 @@ from arag.agent.state import RunState
 class OpeningSearch(Policy):
     """A question that names no document (no document title occurs in it) has no name to search for:
     semantic_search(question) is then the one search that needs no reasoning, and its snippets (each hit's
-    sentences closest to the question) held the key terms of 26 of 37 GraphRAG-Bench Medical dev answers within
-    three hits, where a 1.5B model's own first keyword search mostly picked a phrase no chunk contains or a word
+    sentences closest to the question) held the key terms of most GraphRAG-Bench Medical dev answers within three
+    hits, where a 1.5B model's own first keyword search mostly picked a phrase no chunk contains or a word
     every chunk does. The loop makes that search for the model, as a step of its own that takes none of the model's
-    steps, and the model goes on from its result. A question that names a document (a Wikipedia title, 83 of 100
-    2Wiki questions) is left to the model, whose keyword search for the name finds that document: searched for it
-    by meaning, it answered the first hop of every two-hop question of 20 (Contain-Acc 15 %)."""
+    steps, and the model goes on from its result. A question that names a document (a Wikipedia title, as most 2Wiki
+    questions do) is left to the model, whose keyword search for the name finds that document: searched for it by
+    meaning, the model answered the first hop of two-hop questions (figures: docs/results.md, agent policies)."""
 
     name = "opening_search"
     summary = "the loop first searches the question itself by meaning; the model starts from those hits"

@@ -14,7 +14,7 @@ from arag.tools.toolkit import ToolResult
 class RepeatReads(Policy):
     """A repeated call, while the latest search has unread hits within its read allowance, reads them for the
     model (all the allowance has left, at once) instead of refusing: the model repeated a search instead of
-    reading its hits in 41 of 100 runs, and one hit per repeat cost it a model call per hit."""
+    reading its hits in many runs (docs/results.md), and one hit per repeat cost it a model call per hit."""
 
     name = "repeat_reads"
     summary = "a repeated call reads the latest search's unread hits instead (what its allowance has left)"
