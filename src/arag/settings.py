@@ -306,6 +306,12 @@ class AgentSettings(BaseModel):
     stall_limit: int = Field(
         2, ge=1, description="Consecutive repeated calls with nothing new before the answer is forced."
     )
+    verify_answers: bool = Field(
+        False,
+        description="Check each claim of the answer against the sentences of the chunks read (arag.verification: "
+        "key terms and sentence vectors, no model call) and record the result with the answer. The "
+        "supported_answer policy (--policy +supported_answer) also sends an unsupported answer back once.",
+    )
     time_budget_s: float = Field(
         600.0,
         gt=0,

@@ -115,6 +115,11 @@ class Agent:
 
     def _finish(self, run: RunState, conversation: Conversation | None) -> AgentResult:
         result = run.result(self.model.cost)
+        if self.settings.verify_answers and result.answer:
+            from arag.verification import verify_answer
+
+            checked = result.read_chunks or result.seen_chunks  # an answer from snippets: the chunks shown
+            result.verification = verify_answer(self.index, result.answer, checked).to_dict()
         if conversation is not None:
             conversation.record(run, result)
         return result

@@ -159,5 +159,9 @@ NOT_AN_ANSWER = (
     '"{answer}" is not an answer. Give the answer that the text you read supports, in a few words, with [chunk ID]; '
     "if the text does not hold it, search again."
 )
+UNSUPPORTED_ANSWER = (
+    'No text you read states "{claim}". Search for what would show it and read it, then answer; or answer only '
+    "what the text you read supports, with [chunk ID]."
+)
 COMMON_LEFT_OUT = "({keywords} left out: in over {share} of the chunks)"
 SHORTER_KEYWORDS = ": no chunk contains these keywords. Results for shorter keywords that match, {shorter}"

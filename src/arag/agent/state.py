@@ -59,6 +59,8 @@ class AgentResult:
     policies_acted: dict[str, int] = field(default_factory=dict)  # how often each policy changed something
     # each citation resolved to its source: file, pages, heading path, the sentence supporting the answer
     sources: list[dict[str, Any]] = field(default_factory=list)
+    # agent.verify_answers: each claim of the answer and the sentence read that supports it, if any
+    verification: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

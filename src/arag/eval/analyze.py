@@ -89,7 +89,7 @@ def analyze_run(run_dir: Path, write: bool = True) -> dict[str, Any]:
     if not results.is_file():
         if not write:  # a report over a summary-only run: nothing to tag
             return {"run_dir": str(run_dir), "method": None, "dataset": None, "questions": 0, "wrong": 0,
-                    "tags": dict.fromkeys(TAGS, 0), "judge_disagreements": 0}  # fmt: skip
+                    "tags": dict.fromkeys(TAGS, 0), "judge_disagreements": 0, "verification": None}  # fmt: skip
         raise ConfigError(f"{run_dir} has no {RESULTS} (not an 'arag eval run' directory)")
     config: dict[str, Any] = {}
     if (run_dir / CONFIG).is_file():
@@ -115,6 +115,31 @@ def analyze_run(run_dir: Path, write: bool = True) -> dict[str, Any]:
         "wrong": len(tags) - counts["correct"],
         "tags": {tag: counts[tag] for tag in TAGS},
         "judge_disagreements": sum(1 for t in tags if "judge_disagreement" in t["flags"]),
+        "verification": verification_breakdown(records, tags),
+    }
+
+
+def verification_breakdown(records: list[dict[str, Any]], tags: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Supported / unsupported answers (agent.verify_answers) against correct / wrong, and how well "unsupported"
+    finds the wrong answers (precision: of the answers flagged, the wrong ones; recall: of the wrong, the flagged)."""
+    pairs = [
+        (bool(r["verification"]["supported"]), t["tag"] == "correct")
+        for r, t in zip(records, tags, strict=True)
+        if isinstance(r.get("verification"), dict)
+    ]
+    if not pairs:
+        return None
+    cells = Counter(pairs)
+    flagged_wrong, flagged = cells[(False, False)], cells[(False, False)] + cells[(False, True)]
+    wrong = cells[(False, False)] + cells[(True, False)]
+    return {
+        "checked": len(pairs),
+        "supported_correct": cells[(True, True)],
+        "supported_wrong": cells[(True, False)],
+        "unsupported_correct": cells[(False, True)],
+        "unsupported_wrong": flagged_wrong,
+        "precision": flagged_wrong / flagged if flagged else None,
+        "recall": flagged_wrong / wrong if wrong else None,
     }
 
 
@@ -137,4 +162,18 @@ def breakdown_markdown(analyses: list[dict[str, Any]]) -> str:
         "retrieval_miss: gold never shown; seen_not_read: gold only in snippets; partial: a hop never found; "
         "reasoning: all gold read, still wrong; stalled / budget: a forced answer; see `arag/eval/analyze.py`.",
     ]
+    verified = [a for a in analyses if a.get("verification")]
+    if verified:
+        lines += ["", "## Answer verification (agent.verify_answers) against correctness", "",
+                  "| Run | Checked | Supported ✓ | Supported ✗ | Unsupported ✓ | Unsupported ✗ | Precision | Recall |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for a in verified:
+            v = a["verification"]
+            rates = [f"{100 * v[k]:.0f} %" if v[k] is not None else "–" for k in ("precision", "recall")]
+            cells = [str(v[k]) for k in ("checked", "supported_correct", "supported_wrong", "unsupported_correct")]
+            lines.append(
+                f"| {Path(a['run_dir']).name} | " + " | ".join([*cells, str(v["unsupported_wrong"]), *rates]) + " |"
+            )
+        lines += ["", "✓ correct, ✗ wrong (Contain-Acc); precision: of the unsupported answers, the wrong ones; "
+                  "recall: of the wrong answers, the unsupported ones."]  # fmt: skip
     return "\n".join(lines) + "\n"

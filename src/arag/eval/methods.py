@@ -47,6 +47,7 @@ class MethodOutput:
     answer_from: str = "model"  # or what the agent's loop answered instead of a reply that was no answer
     plan: list[str] = field(default_factory=list)
     policies_acted: dict[str, int] = field(default_factory=dict)
+    verification: dict[str, Any] | None = None  # agent.verify_answers
 
 
 class Method:
@@ -156,6 +157,7 @@ class AgentMethod(Method):
             result.answer_from,
             result.plan,
             result.policies_acted,
+            result.verification,
         )
 
 

@@ -397,6 +397,7 @@ def run_eval(
             "answer_from": output.answer_from,
             "plan": output.plan,
             "policies_acted": output.policies_acted,
+            **({"verification": output.verification} if output.verification is not None else {}),
             "latency_s": round(time.perf_counter() - t0, 3),
             "usage": output.usage.to_dict(),
             "model_calls": output.model_calls,

@@ -20,6 +20,7 @@ from arag.agent.policies import (  # noqa: F401 - each module registers its poli
     short_answer,
     shorter_keywords,
     stall_answer,
+    supported_answer,
     switch_search,
 )
 from arag.agent.policies.base import POLICIES, Hold, Policy, Stands, register
