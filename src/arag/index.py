@@ -95,7 +95,7 @@ class _Generation:
             if self._titles is None:
                 self._titles = {}
                 for document in documents:
-                    words = tuple(_title_words(_title_of(document.doc_id)))
+                    words = tuple(_title_words(title_of(document.doc_id)))
                     if words and len(" ".join(words)) >= 3:
                         self._titles.setdefault(words[0], []).append(words)
             return self._titles
@@ -404,7 +404,7 @@ _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _DOCUMENT_EXTENSIONS = {"md", "markdown", "txt", "html", "htm", "pdf", "json", "jsonl", "csv", "rst"}
 
 
-def _title_of(doc_id: str) -> str:
+def title_of(doc_id: str) -> str:
     """A document's title: its id without folder, file extension or a trailing "(…)"."""
     name = doc_id.rsplit("/", 1)[-1]
     stem, dot, extension = name.rpartition(".")

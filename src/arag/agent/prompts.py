@@ -163,5 +163,9 @@ UNSUPPORTED_ANSWER = (
     'No text you read states "{claim}". Search for what would show it and read it, then answer; or answer only '
     "what the text you read supports, with [chunk ID]."
 )
+SAME_NAME = (
+    'These hits are {count} different entities called "{name}"; make sure you use the one the question means:\n'
+    "{entities}"
+)
 COMMON_LEFT_OUT = "({keywords} left out: in over {share} of the chunks)"
 SHORTER_KEYWORDS = ": no chunk contains these keywords. Results for shorter keywords that match, {shorter}"

@@ -16,6 +16,7 @@ from arag.agent.policies import (  # noqa: F401 - each module registers its poli
     read_allowance,
     read_before_answer,
     repeat_reads,
+    same_name,
     search_first,
     short_answer,
     shorter_keywords,
