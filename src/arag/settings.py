@@ -237,6 +237,14 @@ class ClosestSentenceSettings(BaseModel):
     )
 
 
+class ConfidentStopSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float = Field(
+        0.8, ge=0.0, le=1.0, description="A tool call stated with at least this confidence is the last one."
+    )
+
+
 class PolicySettings(BaseModel):
     """Each policy's own settings (a policy without knobs has none); whether it runs is the profile's list and
     ``agent.policies``."""
@@ -260,6 +268,9 @@ class PolicySettings(BaseModel):
     )
     closest_sentence: ClosestSentenceSettings = Field(
         default_factory=ClosestSentenceSettings, description="closest_sentence: when the sentence is named."
+    )
+    confident_stop: ConfidentStopSettings = Field(
+        default_factory=ConfidentStopSettings, description="confident_stop: the confidence that ends the search."
     )
 
 

@@ -1206,6 +1206,14 @@ def eval_sweep(
     question_type: QuestionTypeOpt = None,
     key_terms: KeyTermsOpt = None,
     max_steps: Annotated[str, typer.Option("--max-steps", help="Comma-separated values.")] = "5,10,15,20",
+    confidence: Annotated[
+        str | None,
+        typer.Option(
+            "--confidence",
+            help="Comma-separated thresholds of the confident_stop policy (added for these runs), each at every "
+            "--max-steps value: the accuracy / steps curve of adaptive stopping. [default: none]",
+        ),
+    ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[int | None, typer.Option(help="Sample --limit questions with this seed. [default: none]")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
@@ -1220,25 +1228,35 @@ def eval_sweep(
     policy: PolicyOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20)."""
+    """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20), and with
+    --confidence at several thresholds of adaptive stopping (OUT/steps-N-confidence-C)."""
     from arag.errors import ConfigError
     from arag.eval.runner import DatasetChoice
 
     try:
         values = [int(v) for v in max_steps.split(",") if v.strip()]
+        thresholds: list[float | None] = (
+            [float(v) for v in confidence.split(",") if v.strip()] if confidence is not None else [None]
+        )
     except ValueError:
-        raise ConfigError(f"--max-steps must be comma-separated integers, got {max_steps!r}") from None
+        raise ConfigError("--max-steps takes comma-separated integers, --confidence numbers from 0 to 1") from None
+    if any(t is not None and not 0 <= t <= 1 for t in thresholds):
+        raise ConfigError("--confidence thresholds are numbers from 0 to 1")
     choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms)
     summaries = []
     for steps in values:
-        settings = _eval_setup(
-            config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile, policy
-        )
-        summaries.append(
-            _run_one(
-                choice, method, out / f"steps-{steps}", settings, workers, limit, seed, local_model, judge, 5, None
+        for threshold in thresholds:
+            policies = [*(policy or []), "+confident_stop"] if threshold is not None else policy
+            settings = _eval_setup(
+                config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile, policies
             )
-        )
+            name = f"steps-{steps}"
+            if threshold is not None:
+                settings.agent.policy.confident_stop.threshold = threshold
+                name += f"-confidence-{threshold:g}"
+            summaries.append(
+                _run_one(choice, method, out / name, settings, workers, limit, seed, local_model, judge, 5, None)
+            )
     _print_json(summaries)
 
 

@@ -7,6 +7,7 @@ from arag.agent.policies import (  # noqa: F401 - each module registers its poli
     choice_answers,
     closest_sentence,
     common_keywords,
+    confident_stop,
     found_notes,
     grounded_answer,
     new_text_reads,

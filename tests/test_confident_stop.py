@@ -1,0 +1,91 @@
+"""confident_stop (beyond the paper, off by default): the model states a confidence with each action; a call made
+at or above the threshold is its last, the next action the answer; arag eval sweep --confidence runs the curve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arag.agent import Agent
+from arag.agent.policies.confident_stop import stated_confidence
+from arag.agent.prompts import STATE_CONFIDENCE
+from arag.index import Index
+from arag.models.endpoint import ChatModel
+from arag.settings import AgentSettings, LLMSettings
+from scripted_server import ScriptedServer, completion, tool_call
+from test_eval import DATASETS, run_cli
+
+
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("confidence: 0.8", 0.8),
+        ("Confidence=0.35, reading on", 0.35),
+        ("I am fairly sure. confidence 90%", 0.9),
+        ("confidence: 0.2 ... then confidence: 0.7", 0.7),
+        ("confidence: 85", 0.85),
+        ("no number here", None),
+        ("confidence: 250", None),
+        ("", None),
+    ],
+)
+def test_stated_confidence(text: str, value: float | None) -> None:
+    assert stated_confidence(text) == value
+
+
+def _agent(index: Index, server: ScriptedServer, threshold: float) -> Agent:
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted", max_retries=0))
+    settings = AgentSettings(max_steps=6, profile="paper", policies=["+confident_stop"])
+    settings.policy.confident_stop.threshold = threshold
+    return Agent(index, model, settings)
+
+
+SEARCH = completion("confidence: 0.3", tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"]})])
+READ = completion("confidence: 0.9", tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})])
+SEARCH_AGAIN = completion("confidence: 0.95", tool_calls=[tool_call("keyword_search", {"keywords": ["Tours"]})])
+ANSWER = completion("She died on 20 March 851 [Ermengarde of Tours#0].")
+
+
+def test_a_confident_call_is_the_last_one(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [SEARCH, READ, ANSWER]
+    result = _agent(hippo_index, server, 0.8).run("When did Ermengarde of Tours die?")
+    assert result.stop_reason == "answered" and result.steps == 2 and result.answer.startswith("She died")
+    assert "tools" in server.requests[1] and "tools" not in server.requests[2]  # the answer was asked for
+    assert result.policies_acted == {"confident_stop": 1}
+    assert any(STATE_CONFIDENCE in str(m.get("content")) for m in server.requests[0]["messages"])
+
+
+def test_a_higher_threshold_searches_on(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [SEARCH, READ, SEARCH_AGAIN, ANSWER]
+    result = _agent(hippo_index, server, 0.92).run("When did Ermengarde of Tours die?")
+    assert result.steps == 3 and result.stop_reason == "answered"
+    assert "tools" in server.requests[2] and "tools" not in server.requests[3]
+
+
+def test_without_a_stated_confidence_nothing_changes(hippo_index: Index, server: ScriptedServer) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Ermengarde"]})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})]),
+        ANSWER,
+    ]
+    result = _agent(hippo_index, server, 0.0).run("When did Ermengarde of Tours die?")
+    assert result.steps == 2 and not result.policies_acted and all("tools" in r for r in server.requests[:2])
+
+
+def test_sweep_over_thresholds(tmp_path: Path, server: ScriptedServer) -> None:
+    server.default = completion("confidence: 0.9 She died on 20 March 851.")
+    sweep = run_cli(
+        "eval", "sweep", "--dataset", str(DATASETS / "hippo-mini"), "--method", "arag-full",
+        "--out", str(tmp_path / "sweep"), "--max-steps", "3", "--confidence", "0.5,0.9",
+        server=server, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    for name, threshold in (("steps-3-confidence-0.5", 0.5), ("steps-3-confidence-0.9", 0.9)):
+        config = json.loads((tmp_path / "sweep" / name / "config.json").read_text())
+        agent = config["settings"]["agent"]
+        assert "+confident_stop" in agent["policies"] and agent["policy"]["confident_stop"]["threshold"] == threshold
+    bad = run_cli("eval", "sweep", "--method", "arag-full", "--out", str(tmp_path / "x"), "--confidence", "2",
+                  "--dataset", str(DATASETS / "hippo-mini"), server=server, cache=tmp_path / "cache")  # fmt: skip
+    assert bad.returncode == 1 and "--confidence" in bad.stderr and "Traceback" not in bad.stderr
