@@ -64,6 +64,16 @@ def test_default_minilm_offline_and_verified() -> None:
 
 
 @pytest.mark.slow
+def test_minilm_float32_is_the_same_model_in_float32_arithmetic() -> None:
+    int8, float32 = load_embedder("minilm", threads=1), load_embedder("minilm-f32", threads=1)
+    assert float32.fingerprint != int8.fingerprint and float32.fingerprint.endswith("+f32")
+    texts = ["Lothair II was the king of Lotharingia from 855 until his death.", "Yes.", "A kitten sat on a rug."]
+    a, b = int8.embed_documents(texts), float32.embed_documents(texts)
+    assert float((a * b).sum(axis=1).min()) > 0.99  # the int8 recipe's bound against the float32 original
+    assert np.allclose(float32.embed_documents(texts[:1]), b[:1], atol=1e-5)  # batch-independent
+
+
+@pytest.mark.slow
 def test_built_encoder_is_cached_verified_and_rebuilt_when_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

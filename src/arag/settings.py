@@ -39,7 +39,8 @@ class IndexSettings(BaseModel):
     embedder: str = Field(
         DEFAULT_EMBEDDER,
         description=(
-            "Embedding model: 'sentence-transformers/all-MiniLM-L6-v2' (ONNX, no torch), 'st:NAME_OR_PATH' "
+            "Embedding model: 'sentence-transformers/all-MiniLM-L6-v2' (ONNX int8, no torch; 'minilm-f32': its float32 "
+            "arithmetic), 'st:NAME_OR_PATH' "
             "(any sentence-transformers model, extra 'st'), 'openai:MODEL' (an OpenAI-compatible /embeddings "
             "endpoint), or 'fake' (hashing embedder for tests)."
         ),
