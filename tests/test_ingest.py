@@ -166,7 +166,8 @@ class Slow(FakeEmbedder):
         import numpy as np
         return np.stack(out)
 
-build_index([Path(sys.argv[1])], Path(sys.argv[2]), IndexSettings(embedder="fake", threads=1), embedder=Slow())
+build_index([Path(sys.argv[1])], Path(sys.argv[2]), IndexSettings(embedder="fake", threads=1), embedder=Slow(),
+            sync=sys.argv[3:] == ["--sync"])
 print("done", flush=True)
 """
 

@@ -19,6 +19,7 @@ from arag.corpus.build import build_index
 from arag.index import Index
 from conftest import fake_settings
 from pg import PgNode
+from test_ingest import SLOW_INDEXER
 
 
 @pytest.fixture(scope="module")
@@ -124,29 +125,6 @@ def test_cli_index_sync(tmp_path: Path) -> None:
     assert _doc_ids(str(idx)) == ["docs/a.md"]
 
 
-SLOW_SYNC = """
-import sys, time
-from pathlib import Path
-import numpy as np
-from arag.embedding.embedders import FakeEmbedder
-from arag.corpus.build import build_index
-from arag.settings import IndexSettings
-
-class Slow(FakeEmbedder):
-    def embed_documents(self, texts, progress=None):
-        out = []
-        for t in texts:
-            print("embedding", flush=True)
-            time.sleep(0.02)
-            out.append(super().embed_documents([t])[0])
-        return np.stack(out)
-
-build_index([Path(sys.argv[1])], Path(sys.argv[2]), IndexSettings(embedder="fake", threads=1), embedder=Slow(),
-            sync=True)
-print("done", flush=True)
-"""
-
-
 def _generation_of(index: Index) -> tuple[str, ...]:
     return tuple(sorted(d.doc_id for d in index.documents()))
 
@@ -163,10 +141,11 @@ def test_kill_9_during_a_sync_leaves_the_old_or_the_new_generation(tmp_path: Pat
         (folder / f"old{i}.md").unlink()
         (folder / f"new{i}.md").write_text(f"New document {i} says new things number {i}. " * 5)
     script = tmp_path / "slow.py"
-    script.write_text(SLOW_SYNC)
+    script.write_text(SLOW_INDEXER)
     new = tuple(sorted(f"docs/new{i}.md" for i in range(30)))
     for delay in (0.0, 0.2, 0.5):
-        proc = subprocess.Popen([sys.executable, str(script), str(folder), str(idx)], stdout=subprocess.PIPE, text=True)
+        command = [sys.executable, str(script), str(folder), str(idx), "--sync"]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "embedding"  # mid-sync
         time.sleep(delay)
