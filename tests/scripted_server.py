@@ -85,7 +85,6 @@ class ScriptedServer:
     def __init__(self) -> None:
         self.replies: list[Any] = []
         self.requests: list[dict[str, Any]] = []
-        self.arrivals: list[float] = []  # time.monotonic() of each POST
         self.default: Any = None  # used when the queue is empty (e.g. a model that never stops)
         self.embedding_requests: list[dict[str, Any]] = []
         self.delay_s = 0.0  # per request, to make a run slow enough to be killed mid-way
@@ -95,7 +94,6 @@ class ScriptedServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.arrivals.append(time.monotonic())
                 if server.delay_s:
                     time.sleep(server.delay_s)
                 if self.path.endswith("/embeddings"):

@@ -6,6 +6,7 @@ Nothing here asserts on wall-clock figures: the time-bound tests assert that a c
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -285,15 +286,18 @@ def test_by_default_a_timed_out_request_is_not_retried(hippo_index: Index, serve
 
 
 def test_three_transient_failures_in_a_row_are_retried_honouring_retry_after(
-    hippo_index: Index, server: ScriptedServer
+    hippo_index: Index, server: ScriptedServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     error = {"error": {"message": "busy", "type": "server_error"}}
     server.replies = [(500, error), (500, error), (429, error, {"Retry-After": "1"}), completion("It was 851.")]
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted"))  # the defaults
+    caplog.set_level(logging.INFO, logger="openai._base_client")  # the SDK says each wait before it waits
     result = Agent(hippo_index, model, AgentSettings(max_steps=3)).run("q?")
     assert result.stop_reason == "answered" and result.answer.startswith("It was 851")
     assert len(server.requests) == 4
-    assert server.arrivals[3] - server.arrivals[2] >= 0.95  # the 429's Retry-After, not the SDK's shorter backoff
+    waits = [r.args for r in caplog.records if r.getMessage().startswith("Retrying request in")]
+    assert [(retry, of) for _wait, retry, of in waits] == [(1, 3), (2, 3), (3, 3)]
+    assert waits[2][0] == 1.0  # the 429's Retry-After: the backoff of a third retry would be 1.5-2 s
 
 
 def test_a_fourth_transient_failure_ends_the_question_with_one_line(hippo_index: Index, server: ScriptedServer) -> None:
