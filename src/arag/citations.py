@@ -19,6 +19,7 @@ from arag.store import ChunkRecord
 # below this cosine (all-MiniLM-L6-v2) a sentence no longer restates the claim: related text, not support
 MIN_SUPPORT = 0.35
 _CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
+_CITED = re.compile(r"\s*" + _CITATION.pattern, re.I)  # a citation with the space before it
 
 
 @dataclass
@@ -105,6 +106,11 @@ def resolve(index: Index, answer: str, citations: list[dict[str, Any]]) -> list[
             located = locate(index, record)
         out.append({**citation, **{k: v for k, v in located.to_dict().items() if k != "chunk_id"}})
     return out
+
+
+def without_citations(text: str) -> str:
+    """``text`` with its ``[chunk ID]`` citations (and the space before each) left out, whitespace collapsed."""
+    return " ".join(_CITED.sub("", text).split())
 
 
 def claims_by_citation(answer: str) -> dict[str, str]:

@@ -219,6 +219,8 @@ class Index:
             self._current = _Generation(store)
 
     def _close_retired(self) -> None:
+        if not self._retired:  # the common case, on every operation: nothing to close
+            return
         now = time.monotonic()
         with self._lock:
             done = [g for g in self._retired if g.pins == 0 and now - (g.retired_at or now) >= self.RETIRE_AFTER_S]

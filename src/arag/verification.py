@@ -19,14 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from arag.citations import MIN_SUPPORT
+from arag.citations import MIN_SUPPORT, without_citations
+from arag.corpus.chunking import split_sentences
 from arag.errors import ARagError
 from arag.index import Index
 
 MIN_TERMS = 0.5
-_CITATION = re.compile(r"\s*\[(?:chunks?\s*:?\s*)?[^\[\]]+?\]", re.I)
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 STOPWORDS = frozenset(
     [
         "the",
@@ -147,8 +146,9 @@ def key_terms(text: str) -> list[str]:
 
 
 def claims_of(answer: str) -> list[str]:
-    text = " ".join(_CITATION.sub("", answer).split())
-    return [part.strip() for part in _SENTENCE_END.split(text) if _WORD.search(part)]
+    """The answer's sentences (the index's own sentence splitter), its citations left out."""
+    text = without_citations(answer)
+    return [claim for span in split_sentences(text) if _WORD.search(claim := text[span.start : span.end].strip())]
 
 
 def verify_answer(

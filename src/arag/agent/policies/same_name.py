@@ -47,10 +47,8 @@ class SameName(Policy):
             for record in group[:MAX_LISTED]:
                 qualifier = _QUALIFIER.search(record.doc_id.rsplit("/", 1)[-1])
                 # the first sentence, without the title a passage starts with
-                text = " ".join(record.text.split())
-                text = text[len(record.doc_id) :].lstrip(" :-–") if text.startswith(record.doc_id) else text
-                sentences = [s for s in (" ".join(t.split()) for t in index.sentences(record)) if s != record.doc_id]
-                first = next((s.removeprefix(record.doc_id).strip() for s in sentences), text) or text
+                sentences = [" ".join(t.split()).removeprefix(record.doc_id).strip() for t in index.sentences(record)]
+                first = next((s for s in sentences if s), " ".join(record.text.split()))
                 context = first[:CONTEXT_CHARS] + ("…" if len(first) > CONTEXT_CHARS else "")
                 label = f"{title_of(record.doc_id)} ({qualifier.group(1)})" if qualifier else record.doc_id
                 entities.append(f"- {label} [chunk {record.chunk_id}]: {context}")
