@@ -9,12 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arag.corpus.build import build_index
 from arag.embedding.embedders import FakeEmbedder
 from arag.index import Index
-from arag.store.embedded.store import dequantize, quantize
-from conftest import FIXTURES, fake_settings
+from arag.store import DocumentRecord
+from arag.store.embedded.store import EmbeddedStore, GenerationWriter, dequantize, quantize
+from arag.store.words import WordIndexBuilder
+from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 
 
 def brute_keyword(index: Index, keywords: list[str], top_k: int) -> list[tuple[str, float, list[str]]]:
@@ -281,3 +285,73 @@ def test_ivf_build_and_onnx_embedder_share_a_process() -> None:
         )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0 and proc.stdout.strip().endswith("alive"), proc.stderr[-500:]
+
+
+# letters whose lower case changes length or depends on context, marks that split words, digits and
+# separators: the word index must count exactly where str.lower() and \w disagree with intuition
+_LETTERS = st.sampled_from([*"aAbB_1²ßẞİıIiΣσςΟΔΚKéÉ", "\u0307", "\u212a", "ﬁ", "aa", "ab", " ", ".", "-", "'", "—"])
+_FUZZ_TEXT = st.lists(_LETTERS, max_size=40).map("".join)
+
+
+def _written_store(folder: Path, texts: list[str]) -> EmbeddedStore:
+    """A store holding ``texts`` as chunks (no sentences: keyword search reads only the text)."""
+    writer = GenerationWriter(folder, {"chunker": {}, "vector_dtype": "f32", "ann": False})
+    writer.add_document(DocumentRecord("d", "d", None, "h"))
+    writer.add_chunks("d", [(f"c{i}", i, text, 1) for i, text in enumerate(texts)])
+    n = len(texts)
+    empty = np.zeros((0, 4), np.float32)
+    writer.finish(np.zeros(n + 1, np.int64), np.zeros((0, 2)), np.zeros(0), empty, "f32", False, 1, {"chunks": n})
+    writer.commit({"name": "none", "dims": 4})
+    return EmbeddedStore(folder, threads=1)
+
+
+def _brute_scores(texts: list[str], keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+    scored = [(row, sum(t.lower().count(k.lower()) * len(k) for k in keywords)) for row, t in enumerate(texts)]
+    return sorted(((r, s) for r, s in scored if s > 0), key=lambda rs: (-rs[1], rs[0]))[:top_k]
+
+
+@settings(max_examples=150 * FUZZ_SCALE, deadline=None)
+@given(
+    texts=st.lists(_FUZZ_TEXT, min_size=1, max_size=6),
+    keywords=st.lists(_FUZZ_TEXT.filter(bool), min_size=1, max_size=3),
+    top_k=st.integers(1, 8),
+)
+def test_word_index_counts_equal_str_count(
+    tmp_path_factory: pytest.TempPathFactory, texts: list[str], keywords: list[str], top_k: int
+) -> None:
+    """Scores and chunk counts through the word index (keywords of word characters) and the trigram path (the
+    others) against str.count on the lower-cased texts: case folding, overlapping matches, Unicode."""
+    store = _written_store(tmp_path_factory.mktemp("words"), texts)
+    try:
+        assert store.keyword_scores(keywords, top_k) == _brute_scores(texts, keywords, top_k), (texts, keywords)
+        for keyword in keywords:
+            expected = sum(keyword.lower() in t.lower() for t in texts)
+            assert store.keyword_chunk_count(keyword, 3) == min(3, expected), (texts, keyword)
+    finally:
+        store.close()
+
+
+def test_word_index_holds_every_word_once_per_chunk(tmp_path: Path) -> None:
+    texts = ["The the THE other", "ſtraße İstanbul", "", "—", "lothair_ii 1990s 1990"]
+    store = _written_store(tmp_path / "idx", texts)
+    words = store._words.get()
+    assert words is not None
+    vocabulary = (store.path / "words.txt").read_text(encoding="utf-8").split("\n")
+    # "İ" lowers to "i" + a combining dot, which is not a word character: the word splits there
+    assert vocabulary == ["the", "other", "ſtraße", "i", "stanbul", "lothair_ii", "1990s", "1990"]
+    assert words.chunk_count("the", 10) == 1 and words.chunk_count("990", 10) == 1
+    scores = np.zeros(len(texts), np.int64)
+    words.add_scores(scores, "the", 3)
+    assert scores.tolist() == [(3 + 1) * 3, 0, 0, 0, 0]  # "the" ×3 and once inside "other"
+    store.close()
+
+
+def test_index_without_word_files_counts_by_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index written before the word index existed: every keyword takes the trigram path, with equal results."""
+    monkeypatch.setattr(WordIndexBuilder, "save", lambda self, folder: None)
+    texts = ["Lothair II and Lothair I", "the other ii", "II III", "nothing"]
+    store = _written_store(tmp_path / "idx", texts)
+    assert store._words.get() is None
+    for keywords in (["ii"], ["the", "Lothair"], ["i"], ["lothair ii"]):
+        assert store.keyword_scores(keywords, 3) == _brute_scores(texts, keywords, 3), keywords
+    store.close()

@@ -11,6 +11,7 @@ Layout::
         vectors.npy        [n_sentences, dims] in f32/f16/i8, in sentence order, or grouped by IVF list
         vector_norms.npy   float32 norms of f16/i8 vectors (same order as vectors.npy)
         ivf_*.npy          when ann is on: centroids, list offsets, and the row <-> position maps
+        words.txt, word_*.npy   the word index of the lower-cased texts (arag/store/words.py)
 
 A new generation is written to a temporary folder, fsynced, renamed into place, and only then
 does manifest.json (temp file + rename) point at it. A crash at any point leaves the previous
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import heapq
 import json
 import os
 import shutil
@@ -56,6 +56,7 @@ from arag.store.base import (
     parse_manifest,
 )
 from arag.store.embedded import ivf
+from arag.store.words import LazyWordIndex, WordIndexBuilder, is_word, top_scores
 
 if TYPE_CHECKING:
     from arag.settings import IndexSettings
@@ -174,6 +175,7 @@ class EmbeddedStore:
         self._connections: list[sqlite3.Connection] = []
         self._executor: ThreadPoolExecutor | None = None
         self._has_trigram_df: bool | None = None
+        self._words = LazyWordIndex(self.path, _mapped)
         self._norm_cache: np.ndarray | None = None
         self._ivf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         try:
@@ -433,27 +435,35 @@ class EmbeddedStore:
             return self._keyword_scores(keywords, top_k, scope)
 
     def _keyword_scores(self, keywords: list[str], top_k: int, scope: Scope | None = None) -> list[tuple[int, int]]:
-        """Candidates from the trigram index, then exact counts of non-overlapping occurrences (``str.count``)
-        in the lower-cased text. SQLite's lower() folds ASCII only, so chunks where that differs from Python's
-        str.lower() store their own lower-cased copy (``text_lower``); fetching rows dominates the cost, and
-        counting in Python measured faster than replace()/length() in SQL."""
-        lowered = [k.lower() for k in keywords]
-        weights = [(low, len(keyword)) for keyword, low in zip(keywords, lowered, strict=True)]
-        allowed = scope.mask(self._n_chunks) if scope is not None else None
-        scored = []
-        for row, text in self._candidate_texts(lowered):
-            if allowed is not None and not allowed[row]:
-                continue
-            score = sum(text.count(low) * weight for low, weight in weights)
-            if score > 0:
-                scored.append((-score, row))
-        return [(row, -negative) for negative, row in heapq.nsmallest(top_k, scored)]
+        """Exact scores: keywords of word characters from the word index (arag/store/words.py), the others from
+        the trigram index's candidates, counted with ``str.count`` in the lower-cased text. SQLite's lower() folds
+        ASCII only, so chunks where that differs from Python's str.lower() store their own lower-cased copy
+        (``text_lower``); fetching rows dominates that path, and counting in Python measured faster than
+        replace()/length() in SQL."""
+        words = self._words.get()
+        scores = np.zeros(self._n_chunks, np.int64)
+        by_text = []
+        for keyword in keywords:
+            low = keyword.lower()
+            if words is not None and low and is_word(low):
+                words.add_scores(scores, low, len(keyword))
+            else:
+                by_text.append((low, len(keyword)))
+        if by_text:
+            for row, text in self._candidate_texts([low for low, _ in by_text]):
+                scores[row] += sum(text.count(low) * weight for low, weight in by_text)
+        if scope is not None:
+            scores[~scope.mask(self._n_chunks)] = 0
+        return top_scores(scores, top_k)
 
     def keyword_chunk_count(self, keyword: str, limit: int) -> int:
         low = keyword.lower()
         if not low or limit <= 0:
             return 0
         with self._db_errors():
+            words = self._words.get()
+            if words is not None and is_word(low):
+                return words.chunk_count(low, limit)
             found = 0
             for _, text in self._candidate_texts([low]):
                 found += low in text
@@ -721,6 +731,7 @@ class GenerationWriter:
         self._doc_rows: dict[str, int] = {}
         self._n_chunks = 0
         self._trigram_df: Counter[str] = Counter()
+        self._words = WordIndexBuilder()
 
     def add_document(self, doc: DocumentRecord) -> None:
         metadata = None if doc.metadata is None else json.dumps(doc.metadata, ensure_ascii=False)
@@ -744,6 +755,7 @@ class GenerationWriter:
         for i, (cid, ordinal, text, n_tok) in enumerate(chunks):
             lower = text.lower()
             self._trigram_df.update({lower[j : j + 3] for j in range(len(lower) - 2)})
+            self._words.add(lower)
             location = locations[i] if locations else None
             rows.append(
                 (
@@ -786,6 +798,7 @@ class GenerationWriter:
         except sqlite3.IntegrityError as exc:
             raise IndexFormatError(f"duplicate ids while writing the index: {exc}") from None
         self._db.close()
+        self._words.save(self.tmp)
         np.save(self.tmp / "sent_offsets.npy", np.asarray(offsets, dtype=np.int64))
         np.save(self.tmp / "sent_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
         np.save(self.tmp / "sent_hash.npy", np.asarray(hashes, dtype=np.uint64))

@@ -1,0 +1,146 @@
+"""A word-level index of the lower-cased chunk texts, for keywords too short or too common for trigrams.
+
+keyword_search scores a chunk by Σ_k count(k, chunk) · len(k), where count is ``str.count`` (non-overlapping)
+in the lower-cased text. A keyword made only of word characters (``\\w``) cannot match across a character that
+is not one, so every occurrence lies inside one maximal run of word characters — one *word* of the text — and
+
+    count(k, chunk) = Σ over the distinct words w of the chunk: w.count(k) · (how often w occurs in the chunk)
+
+exactly, overlaps included (the greedy scan restarts at every word, as it does in the whole text). So the
+index keeps the vocabulary and, per word, its postings (chunk row, occurrences); a query counts the keyword in
+every vocabulary word at once (NumPy's vectorised string count), then adds up the postings of the words that
+contain it. The work is proportional to the postings touched, not to the text: "the" or "II" no longer makes
+every chunk's text be fetched and scanned. Keywords with other characters (spaces, punctuation) keep the
+trigram path, where their rarest trigrams narrow the candidates.
+
+Files (beside the rest of a generation; an index without them keeps the trigram path for every keyword)::
+
+    words.txt          the vocabulary, one word per line (UTF-8)
+    word_ptr.npy       int64[n_words+1]: each word's postings range
+    word_rows.npy      int32[n_postings]: chunk rows, ascending within a word
+    word_counts.npy    int32[n_postings]: occurrences of the word in that chunk
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+WORD = re.compile(r"\w+")
+FILES = ("words.txt", "word_ptr.npy", "word_rows.npy", "word_counts.npy")
+
+
+def is_word(keyword_lower: str) -> bool:
+    """Whether the word index counts this lower-cased keyword exactly (it is one run of word characters)."""
+    return WORD.fullmatch(keyword_lower) is not None
+
+
+class WordIndexBuilder:
+    """Collects the postings while chunks are written, in row order."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._words: list[np.ndarray] = []
+        self._counts: list[np.ndarray] = []
+        self._lengths: list[int] = []
+
+    def add(self, text_lower: str) -> None:
+        """The next chunk's lower-cased text (rows are numbered in the order of the calls)."""
+        counted = Counter(WORD.findall(text_lower))
+        ids = self._ids
+        self._words.append(np.fromiter((ids.setdefault(w, len(ids)) for w in counted), np.int32, len(counted)))
+        self._counts.append(np.fromiter(counted.values(), np.int32, len(counted)))
+        self._lengths.append(len(counted))
+
+    def save(self, folder: Path) -> None:
+        """Write the four files into ``folder``."""
+        words = np.concatenate(self._words) if self._words else np.zeros(0, np.int32)
+        counts = np.concatenate(self._counts) if self._counts else np.zeros(0, np.int32)
+        rows = np.repeat(np.arange(len(self._lengths), dtype=np.int32), self._lengths)
+        order = np.argsort(words, kind="stable")  # stable: rows stay ascending within a word
+        ptr = np.zeros(len(self._ids) + 1, np.int64)
+        np.cumsum(np.bincount(words, minlength=len(self._ids)), out=ptr[1:])
+        np.save(folder / "word_ptr.npy", ptr)
+        np.save(folder / "word_rows.npy", rows[order])
+        np.save(folder / "word_counts.npy", counts[order])
+        (folder / "words.txt").write_text("\n".join(self._ids), encoding="utf-8")
+
+
+class WordIndex:
+    """Read side: exact keyword counts from the postings. Loaded once, shared by threads."""
+
+    def __init__(self, vocabulary: list[str], ptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> None:
+        if len(ptr) != len(vocabulary) + 1 or len(rows) != len(counts) or (len(ptr) and int(ptr[-1]) != len(rows)):
+            raise ValueError("the word index files do not match each other")
+        self._vocabulary = np.array(vocabulary, dtype=np.dtypes.StringDType())
+        self._ptr, self._rows, self._counts = ptr, rows, counts
+
+    @classmethod
+    def load(cls, folder: Path, mapped: object) -> WordIndex:
+        """From a generation's files; ``mapped(path)`` opens a .npy file (memory-mapped)."""
+        text = (folder / "words.txt").read_text(encoding="utf-8")
+        vocabulary = text.split("\n") if text else []
+        return cls(vocabulary, *(mapped(folder / name) for name in FILES[1:]))  # type: ignore[operator]
+
+    def _postings(self, keyword_lower: str) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk rows, occurrences of the keyword in that chunk's words) — a row may appear once per word."""
+        per_word = np.strings.count(self._vocabulary, keyword_lower)
+        matched = np.flatnonzero(per_word)
+        if not len(matched):
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
+        starts, ends = self._ptr[matched], self._ptr[matched + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        # positions of every posting of the matched words, without a Python loop over the words
+        shift = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        positions = shift + np.arange(total)
+        occurrences = self._counts[positions].astype(np.int64) * np.repeat(per_word[matched], lengths)
+        return self._rows[positions], occurrences
+
+    def add_scores(self, scores: np.ndarray, keyword_lower: str, weight: int) -> None:
+        """``scores[row] += count(keyword, chunk) · weight`` for every chunk (``scores``: int64[n_chunks])."""
+        rows, occurrences = self._postings(keyword_lower)
+        if len(rows):  # float64 sums of integers stay exact far beyond any count here (2**53)
+            scores += np.bincount(rows, weights=occurrences * weight, minlength=len(scores)).astype(np.int64)
+
+    def chunk_count(self, keyword_lower: str, limit: int) -> int:
+        """How many chunks contain the keyword, up to ``limit``."""
+        rows, _ = self._postings(keyword_lower)
+        return min(limit, len(np.unique(rows)))
+
+
+class LazyWordIndex:
+    """A generation's word index, read on first use (opening an index stays cheap); None where it has none."""
+
+    def __init__(self, folder: Path, mapped: object) -> None:
+        self._folder, self._mapped = folder, mapped
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._index: WordIndex | None = None
+
+    def get(self) -> WordIndex | None:
+        if not self._loaded:
+            with self._lock:
+                if not self._loaded:
+                    if all((self._folder / name).exists() for name in FILES):
+                        self._index = WordIndex.load(self._folder, self._mapped)
+                    self._loaded = True
+        return self._index
+
+
+def top_scores(scores: np.ndarray, top_k: int) -> list[tuple[int, int]]:
+    """The ``top_k`` chunks with a score above 0, best first, ties by row: ``[(row, score), ...]``."""
+    rows = np.flatnonzero(scores > 0)
+    if top_k <= 0 or not len(rows):
+        return []
+    values = scores[rows]
+    if len(rows) > top_k:  # every row that could be among the best: at least the k-th best score
+        kth = np.partition(values, len(values) - top_k)[len(values) - top_k]
+        keep = values >= kth
+        rows, values = rows[keep], values[keep]
+    order = np.lexsort((rows, -values))[:top_k]
+    return [(int(rows[i]), int(values[i])) for i in order]
