@@ -1047,7 +1047,7 @@ def test_compact_reads_at_most_reads_per_search_hits_of_a_search(hippo_index: In
         if limit:
             assert "hit 3" not in after_two and third not in after_two
             assert result.read_chunks == sorted([first, second])  # the repeat must search another way
-            assert "Search another way now" in result.trajectory[3].observation
+            assert "search another way: semantic_search" in result.trajectory[3].observation
         else:  # no limit: the third hit stays readable and a repeat reads it
             assert after_two[0] == "hit 3"
             assert third in result.read_chunks
@@ -1090,7 +1090,7 @@ def test_compact_search_leaves_out_common_keywords_and_the_paper_profile_does_no
             assert "Fortunella#0" not in hit_ids(observation)
 
 
-def test_compact_first_fruitless_repeated_search_must_switch_search_tool(
+def test_compact_fruitless_repeated_search_must_answer_or_switch_search_tool(
     hippo_index: Index, server: ScriptedServer
 ) -> None:
     search = tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})
@@ -1098,22 +1098,27 @@ def test_compact_first_fruitless_repeated_search_must_switch_search_tool(
     server.replies = [
         completion(tool_calls=[search]),
         completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
-        completion(tool_calls=[search]),  # nothing new: the next action must use the other search tool
+        completion(tool_calls=[search]),  # nothing new: the next action must answer or use the other search tool
         completion(tool_calls=[semantic]),
         completion(tool_calls=[semantic]),  # a repeat that reads the unread hit: progress
-        completion(tool_calls=[semantic]),  # nothing new again, and the switch was used: the answer is asked for
+        completion(tool_calls=[semantic]),  # nothing new again: again the closest sentence and the other tool
         completion("Lothair II [chunk Hucbert#0]"),
     ]
     result = compact_agent(hippo_index, server, max_steps=8).run("Whom did Hucbert serve?")
-    assert result.trajectory[2].observation == (
-        "You already made this exact call; its result is above. Search another way now: semantic_search with a few "
-        "words describing the fact you still need."
+    repeated = result.trajectory[2].observation
+    assert repeated.startswith(
+        'You already made this exact call; its result is above. Closest to the question in what you read: "'
     )
-    offered = [[t["function"]["name"] for t in request["tools"]] for request in server.requests[2:5]]
-    assert offered == [TOOLS, ["semantic_search", "chunk_read"], TOOLS]  # blocked for one action only
+    assert repeated.endswith(
+        "If this answers the question, give the final answer now; if not, search another way: semantic_search with a "
+        "few words describing the fact you still need."
+    )
+    offered = [[t["function"]["name"] for t in request["tools"]] for request in server.requests[2:7]]
+    assert offered == [TOOLS, ["semantic_search", "chunk_read"], TOOLS, TOOLS, ["keyword_search", "chunk_read"]]
     assert result.trajectory[4].observation.startswith("You already made this exact call; its result is above. Inst")
-    assert result.stop_reason == "stalled" and result.steps == 6 and len(server.requests) == 7
-    assert server.requests[6]["messages"][-1]["content"].startswith("Stop searching now.")
+    assert "search another way: keyword_search for a name or title" in result.trajectory[5].observation
+    assert result.stop_reason == "answered" and result.answer == "Lothair II [chunk Hucbert#0]"
+    assert result.steps == 6 and len(server.requests) == 7
     # with JSON actions the grammar leaves the repeated tool out
     spec = ActionSpec(["semantic_search", "chunk_read"])  # as the switch_search policy leaves it
     schema = action_schema(Toolkit(hippo_index), spec)["json_schema"]["schema"]["anyOf"]

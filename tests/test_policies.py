@@ -151,15 +151,24 @@ def test_repeat_reads_read_what_the_search_allows_instead_of_refusing(hippo_inde
     assert policies[1].on_repeat(run, call) is None  # the allowance is used up: nothing to read instead
 
 
-def test_switch_search_blocks_the_repeated_tool_for_one_action_once(hippo_index: Index) -> None:
+def test_switch_search_blocks_the_repeated_tool_for_one_action_every_time(hippo_index: Index) -> None:
     run, (policy,) = fake_run(hippo_index, "switch_search")
     call = ToolCall("keyword_search", {"keywords": ["Hucbert"]})
     result = policy.on_repeat(run, call)
-    assert isinstance(result, ToolResult) and not result.ok and "semantic_search" in result.observation
+    assert isinstance(result, ToolResult) and not result.ok
+    assert result.observation.endswith(
+        "Search another way now: semantic_search with a few words describing the fact you still need."
+    )
     assert spec_after(run, [policy]).tools == ["semantic_search", "chunk_read"]
     assert spec_after(run, [policy]).tools == list(TOOL_NAMES)  # one action only
-    assert policy.on_repeat(run, call) is None  # once per question
     assert policy.on_repeat(run, ToolCall("chunk_read", {"chunk_ids": ["a"]})) is None
+    # every fruitless repeat leads on; once something was read, its sentence closest to the question is named
+    run.harness_read(["Hucbert#0"])
+    again = policy.on_repeat(run, call)
+    assert isinstance(again, ToolResult) and 'Closest to the question in what you read: "' in again.observation
+    assert "[chunk Hucbert#0]. If this answers the question, give the final answer now" in again.observation
+    assert spec_after(run, [policy]).tools == ["semantic_search", "chunk_read"]
+    assert run.acted["switch_search"] == 2
 
 
 def test_stall_answer_ends_the_search_at_the_first_fruitless_repeat(hippo_index: Index) -> None:

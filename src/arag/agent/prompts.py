@@ -139,9 +139,14 @@ READ_BEFORE_ANSWER = (
 READ_INSTEAD = f"{REPEATED} Instead, "
 SWITCH_SEARCH = {
     # no example query: a small model answered with the example's entity ("Ana Ruiz", from the prompt's example)
-    "semantic_search": "{repeated} Search another way now: {tool} with a few words describing the fact you still need.",
-    "keyword_search": "{repeated} Search another way now: {tool} for a name or title from what you read.",
+    "semantic_search": "{tool} with a few words describing the fact you still need.",
+    "keyword_search": "{tool} for a name or title from what you read.",
 }
+SEARCH_ANOTHER_WAY = "{repeated} Search another way now: {how}"
+ANSWER_OR_SWITCH = (
+    '{repeated} Closest to the question in what you read: "{sentence}" [chunk {chunk_id}]. If this answers the '
+    "question, give the final answer now; if not, search another way: {how}"
+)
 PLAN_NOT_DONE = (
     'You answered "{answer}" after {done} search(es), but your plan was: {steps}. If that is only an intermediate '
     'fact, continue with step {next} ("{next_step}"): keyword_search for the name you found in the text you read. '
