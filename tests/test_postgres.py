@@ -121,6 +121,9 @@ def _brute_keyword(index: Index, keywords: list[str], top_k: int) -> list[tuple[
 
 
 def test_keyword_search_is_identical_everywhere_and_equals_brute_force(indexes: dict[str, Index]) -> None:
+    # one node counts keywords of word characters from its word index, two nodes in the text: both exact
+    assert indexes["postgres"].manifest.extra["word_index"] is True
+    assert "word_index" not in indexes["two nodes"].manifest.extra
     for keywords in KEYWORD_QUERIES:
         for top_k in (1, 3, 50):
             results = {

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,17 +75,25 @@ class WordIndex:
     """Read side: exact keyword counts from the postings. Loaded once, shared by threads."""
 
     def __init__(self, vocabulary: list[str], ptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> None:
-        if len(ptr) != len(vocabulary) + 1 or len(rows) != len(counts) or (len(ptr) and int(ptr[-1]) != len(rows)):
-            raise ValueError("the word index files do not match each other")
         self._vocabulary = np.array(vocabulary, dtype=np.dtypes.StringDType())
         self._ptr, self._rows, self._counts = ptr, rows, counts
 
-    @classmethod
-    def load(cls, folder: Path, mapped: object) -> WordIndex:
-        """From a generation's files; ``mapped(path)`` opens a .npy file (memory-mapped)."""
-        text = (folder / "words.txt").read_text(encoding="utf-8")
-        vocabulary = text.split("\n") if text else []
-        return cls(vocabulary, *(mapped(folder / name) for name in FILES[1:]))  # type: ignore[operator]
+    @staticmethod
+    def problem(n_words: int, n_chunks: int, ptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> str:
+        """What is wrong with these arrays ("" if nothing): the file to blame, then why."""
+        if ptr.ndim != 1 or len(ptr) != n_words + 1 or ptr.dtype.kind not in "iu":
+            return f"word_ptr.npy: {ptr.shape} {ptr.dtype}, expected ({n_words + 1},) integers for the words"
+        if int(ptr[0]) != 0 or int(ptr[-1]) != len(rows) or bool((np.diff(ptr) < 0).any()):
+            return "word_ptr.npy: the postings ranges are out of order"
+        if (
+            rows.ndim != 1
+            or rows.dtype.kind not in "iu"
+            or (len(rows) and not 0 <= int(rows.min()) <= int(rows.max()) < n_chunks)
+        ):
+            return "word_rows.npy: rows outside the index's chunks"
+        if counts.shape != rows.shape or counts.dtype.kind not in "iu" or (len(counts) and int(counts.min()) < 1):
+            return "word_counts.npy: one positive count per posting expected"
+        return ""
 
     def _postings(self, keyword_lower: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk rows, occurrences of the keyword in that chunk's words) — a row may appear once per word."""
@@ -114,10 +123,10 @@ class WordIndex:
 
 
 class LazyWordIndex:
-    """A generation's word index, read on first use (opening an index stays cheap); None where it has none."""
+    """A generation's word index, loaded by ``load`` on first use (opening an index stays cheap)."""
 
-    def __init__(self, folder: Path, mapped: object) -> None:
-        self._folder, self._mapped = folder, mapped
+    def __init__(self, load: Callable[[], WordIndex | None]) -> None:
+        self._load = load
         self._lock = threading.Lock()
         self._loaded = False
         self._index: WordIndex | None = None
@@ -126,8 +135,7 @@ class LazyWordIndex:
         if not self._loaded:
             with self._lock:
                 if not self._loaded:
-                    if all((self._folder / name).exists() for name in FILES):
-                        self._index = WordIndex.load(self._folder, self._mapped)
+                    self._index = self._load()
                     self._loaded = True
         return self._index
 

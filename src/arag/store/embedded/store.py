@@ -56,7 +56,8 @@ from arag.store.base import (
     parse_manifest,
 )
 from arag.store.embedded import ivf
-from arag.store.words import LazyWordIndex, WordIndexBuilder, is_word, top_scores
+from arag.store.words import FILES as WORD_FILES
+from arag.store.words import LazyWordIndex, WordIndex, WordIndexBuilder, is_word, top_scores
 
 if TYPE_CHECKING:
     from arag.settings import IndexSettings
@@ -175,7 +176,7 @@ class EmbeddedStore:
         self._connections: list[sqlite3.Connection] = []
         self._executor: ThreadPoolExecutor | None = None
         self._has_trigram_df: bool | None = None
-        self._words = LazyWordIndex(self.path, _mapped)
+        self._words = LazyWordIndex(self._load_words)
         self._norm_cache: np.ndarray | None = None
         self._ivf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         try:
@@ -226,6 +227,25 @@ class EmbeddedStore:
             raise self._damaged(name, "the file is missing") from None
         except Exception as exc:  # np.load's header parser raises ValueError, SyntaxError, TokenError, EOFError...
             raise self._damaged(name, f"not a readable NumPy array ({' '.join(str(exc).split())[:200]})") from None
+
+    def _load_words(self) -> WordIndex | None:
+        """The word index (None for a generation written before it), checked as the other arrays are on open."""
+        path = self.path / "words.txt"
+        if not path.exists() and "words.txt" not in {Path(f).name for f in self.manifest.files}:
+            return None
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise self._damaged("words.txt", "the file is missing") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise self._damaged("words.txt", f"not readable as UTF-8 ({exc})") from None
+        vocabulary = text.split("\n") if text else []
+        ptr, rows, counts = (self._array(name) for name in WORD_FILES[1:])
+        problem = WordIndex.problem(len(vocabulary), self._n_chunks, ptr, rows, counts)
+        if problem:
+            name, detail = problem.split(": ", 1)
+            raise self._damaged(name, detail)
+        return WordIndex(vocabulary, ptr, rows, counts)
 
     def _check_shapes(self) -> None:
         counts = self.manifest.counts

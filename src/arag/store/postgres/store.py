@@ -14,6 +14,11 @@ Layout (per index schema):
   (PostgreSQL's ``lower`` depends on the collation), with a ``pg_trgm`` GIN index for keyword candidates.
 * ``sentences(chunk_row, ord, doc_id, hash, embedding)``: ``vector`` (f32) or ``halfvec`` (f16), with an
   HNSW index when the index is built with ``ann``.
+* ``words(word)`` and ``chunk_words(word, chunk_row, doc_id, n)`` (one node): the word index of
+  arag/store/words.py — the vocabulary of ``text_lower`` (trigram GIN) and each word's occurrences per chunk
+  (B-tree on ``word``), so a keyword of word characters is counted from the postings of the vocabulary words
+  that contain it instead of by ``replace`` over the text of every chunk that contains it. Indexes written
+  before it (the manifest's ``word_index`` is absent) and distributed ones count every keyword in the text.
 * ``manifest(id = 1, body)``: the same manifest as the embedded store (format version, embedder, chunker).
 
 Scale-out: with shards, the coordinator's three tables are hash partitions on ``doc_id`` whose partitions
@@ -30,6 +35,7 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,6 +57,7 @@ from arag.store.base import (
     new_manifest,
     parse_manifest,
 )
+from arag.store.words import WORD, is_word
 
 if TYPE_CHECKING:
     import psycopg
@@ -219,6 +226,7 @@ class PgStore:
         self.manifest = self._read_manifest()
         self._vector_type = VECTOR_TYPES.get(self.manifest.vector_dtype, "vector")
         self._relations = _Relations(self.location.schema, len(self.manifest.extra.get("shards") or []))
+        self._word_index = bool(self.manifest.extra.get("word_index")) and not self._relations.shards
 
     # ------------------------------------------------------------------ connections
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
@@ -407,47 +415,98 @@ class PgStore:
     def keyword_scores(self, keywords: list[str], top_k: int, scope: Scope | None = None) -> list[tuple[int, int]]:
         """Σ_k count(lower(k), lower(chunk)) · len(k) in SQL: the occurrences of k are
         (length(t) − length(replace(t, k, ''))) / length(k), non-overlapping from the left like ``str.count``;
-        candidates are the chunks matching any ``LIKE '%k%'``, which the trigram GIN index answers."""
+        candidates are the chunks matching any ``LIKE '%k%'``, which the trigram GIN index answers. With the word
+        index, a keyword of word characters is counted in the vocabulary words that contain it instead, each
+        count times the word's occurrences in the chunk (exact: arag/store/words.py)."""
         from psycopg import sql
 
         # a keyword with NUL or a lone surrogate occurs in no stored text (nor can PostgreSQL receive it): it adds 0
         keywords = [k for k in keywords if not never_stored(k)]
         if not keywords or top_k <= 0:
             return []
+        by_word = [k for k in keywords if self._word_index and is_word(k.lower())]
+        by_text = [k for k in keywords if k not in by_word]
+        if not by_word:
+            return self._text_scores(by_text, top_k, scope)
+        branches: list[sql.Composable] = []
+        params: list[Any] = []
+        in_scope = sql.SQL(" AND p.doc_id = ANY(%s)" if scope is not None else "")
+        for keyword in by_word:
+            low = keyword.lower()
+            branches.append(
+                sql.SQL(
+                    "SELECT p.chunk_row AS row, (sum(p.n::bigint * ((length(w.word) - length(replace(w.word, %s, '')))"
+                    " / %s::int)) * %s::bigint)::bigint AS score FROM {words} w JOIN {postings} p ON p.word = w.word "
+                    "WHERE w.word LIKE %s{in_scope} GROUP BY p.chunk_row"
+                ).format(
+                    words=self._relations.table("words"),
+                    postings=self._relations.table("chunk_words"),
+                    in_scope=in_scope,
+                )
+            )
+            params += [low, len(low), len(keyword), f"%{_like_escape(low)}%"]
+            params += [sorted(scope.doc_ids)] if scope is not None else []
+        if by_text:
+            text_query, text_params = self._text_query(by_text, scope, self._relations.table("chunks"))
+            branches.append(text_query)
+            params += text_params
+        query = sql.SQL(
+            "SELECT row, sum(score)::bigint AS total FROM ({}) AS parts GROUP BY row ORDER BY total DESC, row LIMIT %s"
+        ).format(sql.SQL(" UNION ALL ").join(branches))
+        return [(int(row), int(score)) for row, score in self._fetch(query, [*params, top_k]) if score > 0]
+
+    def _text_query(
+        self, keywords: list[str], scope: Scope | None, relation: sql.Identifier
+    ) -> tuple[sql.Composable, list[Any]]:
+        """(row, score) of every chunk that contains one of the keywords, counted in its text."""
+        from psycopg import sql
+
         lowered = [k.lower() for k in keywords]
         terms = sql.SQL(" + ").join(
             sql.SQL("((length(text_lower) - length(replace(text_lower, %s, ''))) / %s::int) * %s::bigint")
             for _ in lowered
         )
         in_scope = sql.SQL(" AND doc_id = ANY(%s)" if scope is not None else "")
-        template = sql.SQL(
-            "SELECT row, {terms} AS score FROM {rel} WHERE text_lower LIKE ANY(%s){in_scope} "
-            "ORDER BY score DESC, row LIMIT %s"
+        query = sql.SQL("SELECT row, {terms} AS score FROM {rel} WHERE text_lower LIKE ANY(%s){in_scope}").format(
+            terms=terms, rel=relation, in_scope=in_scope
         )
-
-        def branch(rel: sql.Identifier) -> sql.Composable:
-            return template.format(terms=terms, rel=rel, in_scope=in_scope)
-
         params: list[Any] = []
         for keyword, low in zip(keywords, lowered, strict=True):
             params += [low, len(low), len(keyword)]
         params += [[f"%{_like_escape(low)}%" for low in lowered]]
-        params += [sorted(scope.doc_ids), top_k] if scope is not None else [top_k]
-        query, args = _fan_out(branch, self._relations.parts("chunks"), params, sql.SQL("score DESC, row"), top_k)
+        params += [sorted(scope.doc_ids)] if scope is not None else []
+        return query, params
+
+    def _text_scores(self, keywords: list[str], top_k: int, scope: Scope | None) -> list[tuple[int, int]]:
+        """Every keyword counted in the text: one branch per partition, each ordered and cut to top_k on its node."""
+        from psycopg import sql
+
+        parts = self._relations.parts("chunks")
+        _, params = self._text_query(keywords, scope, parts[0])
+
+        def branch(rel: sql.Identifier) -> sql.Composable:
+            query, _ = self._text_query(keywords, scope, rel)
+            return sql.SQL("{} ORDER BY score DESC, row LIMIT %s").format(query)
+
+        query, args = _fan_out(branch, parts, [*params, top_k], sql.SQL("score DESC, row"), top_k)
         return [(int(row), int(score)) for row, score in self._fetch(query, args) if score > 0]
 
     def keyword_chunk_count(self, keyword: str, limit: int) -> int:
-        """Each partition counts its matches up to ``limit`` (the trigram index finds them); the sum is capped."""
+        """Each partition counts its matches up to ``limit`` (the trigram index finds them); the sum is capped.
+        With the word index, a keyword of word characters counts the chunks in its words' postings."""
         from psycopg import sql
 
         if never_stored(keyword) or not keyword or limit <= 0:
             return 0
+        pattern = f"%{_like_escape(keyword.lower())}%"
+        if self._word_index and is_word(keyword.lower()):
+            by_words = sql.SQL(
+                "SELECT count(*) FROM (SELECT DISTINCT p.chunk_row FROM {words} w JOIN {postings} p ON p.word = w.word"
+                " WHERE w.word LIKE %s LIMIT %s) AS hit"
+            ).format(words=self._relations.table("words"), postings=self._relations.table("chunk_words"))
+            return min(limit, int(self._fetch(by_words, [pattern, limit])[0][0]))
         template = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {rel} WHERE text_lower LIKE %s LIMIT %s) AS hit")
-        query, args = _fan_out(
-            lambda rel: template.format(rel=rel),
-            self._relations.parts("chunks"),
-            [f"%{_like_escape(keyword.lower())}%", limit],
-        )
+        query, args = _fan_out(lambda rel: template.format(rel=rel), self._relations.parts("chunks"), [pattern, limit])
         return min(limit, sum(int(count) for (count,) in self._fetch(query, args)))
 
     # ------------------------------------------------------------------ semantic
@@ -605,6 +664,17 @@ CREATE INDEX IF NOT EXISTS sentences_hash ON {sentences} (hash);
 CREATE INDEX IF NOT EXISTS sentences_doc ON {sentences} (doc_id);
 """
 _SEARCH_INDEXES = "CREATE INDEX IF NOT EXISTS chunks_trgm ON {chunks} USING gin (text_lower gin_trgm_ops);"
+_WORD_TABLES = """
+CREATE TABLE IF NOT EXISTS {words} (word text NOT NULL PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS {chunk_words} (word text NOT NULL, chunk_row bigint NOT NULL, doc_id text NOT NULL,
+    n integer NOT NULL);
+"""
+# postings are read by word (covering: no heap visit) and deleted by document; words are found by substring
+_WORD_INDEXES = """
+CREATE INDEX IF NOT EXISTS chunk_words_word ON {chunk_words} (word) INCLUDE (chunk_row, n, doc_id);
+CREATE INDEX IF NOT EXISTS chunk_words_doc ON {chunk_words} (doc_id);
+CREATE INDEX IF NOT EXISTS words_trgm ON {words} USING gin (word gin_trgm_ops);
+"""
 _HNSW_INDEX = "CREATE INDEX IF NOT EXISTS sentences_hnsw ON {sentences} USING hnsw (embedding {opclass});"
 _COORDINATOR_TABLES = """
 CREATE TABLE {documents} (doc_id text NOT NULL, doc_seq bigint NOT NULL, source text NOT NULL, title text,
@@ -675,6 +745,7 @@ class PgWriter:
                     "wait for it to finish, then run again"
                 )
             self.manifest = None if rebuild else self._existing_manifest()
+            self._words = bool(self.manifest and self.manifest.extra.get("word_index"))
         except psycopg.Error as exc:
             self.conn.close()
             raise StoreError(f"PostgreSQL at {self.location.display}: {_message(exc)}") from None
@@ -700,7 +771,8 @@ class PgWriter:
             raise StoreError(f"writing to PostgreSQL at {self.location.display} failed: {_message(exc)}") from None
 
     def _tables(self, **extra: Any) -> dict[str, Any]:
-        return {name: self._ident(name) for name in ("documents", "chunks", "sentences", "manifest")} | extra
+        names = ("documents", "chunks", "sentences", "manifest", "words", "chunk_words")
+        return {name: self._ident(name) for name in names} | extra
 
     def _existing_manifest(self) -> Manifest | None:
         from psycopg import sql
@@ -796,6 +868,7 @@ class PgWriter:
                 self._attach_shards(shards)
             else:
                 self.conn.execute(sql.SQL(_NODE_TABLES).format(**fmt))
+                self.conn.execute(sql.SQL(_WORD_TABLES).format(**fmt))
             self.conn.execute(sql.SQL(_MANIFEST_TABLE).format(**fmt))
         elif self.manifest is not None and self.manifest.format_version < METADATA_SINCE:
             if self.shards:
@@ -806,6 +879,10 @@ class PgWriter:
             self.conn.execute(sql.SQL(_MIGRATE_TO_4).format(**self._tables()))
         self._distributed = bool(shards or self.shards)
         self._fresh = create
+        # the word index is part of every new one-node index; one written before it goes on without
+        self._words = (create and not self._distributed) or bool(
+            self.manifest and self.manifest.extra.get("word_index")
+        )
 
     def _shard_location(self, url: str) -> PgLocation:
         return parse_location(
@@ -855,6 +932,8 @@ class PgWriter:
             "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB')"
         )
         conn.execute(sql.SQL(_SEARCH_INDEXES).format(**fmt))
+        if self._words and conn is self.conn:
+            conn.execute(sql.SQL(_WORD_INDEXES).format(**fmt))
         if self._ann:
             conn.execute(sql.SQL(_HNSW_INDEX).format(**fmt, opclass=sql.SQL(_SCORE[self._vector_type][2])))
 
@@ -928,7 +1007,7 @@ class PgWriter:
 
         if not doc_ids:
             return
-        for table in ("sentences", "chunks", "documents"):
+        for table in ("sentences", "chunks", "documents", *(("chunk_words",) if self._words else ())):
             self.conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = ANY(%s)").format(self._ident(table)), [doc_ids])
 
     @_database_errors
@@ -1018,6 +1097,32 @@ class PgWriter:
                             hash_value = _signed(int(doc.hashes[i]))
                             copy.write_row((row, ordinal, doc.record.doc_id, hash_value, vector_value(doc.vectors[i])))
                             i += 1
+            if self._words:
+                self._write_words(cur, documents)
+
+    def _write_words(self, cur: psycopg.Cursor[Any], documents: list[tuple[int, PendingDocument]]) -> None:
+        """The documents' postings, and the words new to the vocabulary (arag/store/words.py)."""
+        from psycopg import sql
+
+        vocabulary: set[str] = set()
+        postings = sql.SQL("COPY {} (word, chunk_row, doc_id, n) FROM STDIN (FORMAT BINARY)").format(
+            self._ident("chunk_words")
+        )
+        with cur.copy(postings) as copy:
+            copy.set_types(["text", "int8", "text", "int4"])
+            for seq, doc in documents:
+                for position, chunk in enumerate(doc.chunks):
+                    counted = Counter(WORD.findall(chunk.text.lower()))
+                    vocabulary.update(counted)
+                    row = (seq << ROW_BITS) + position
+                    for word, n in counted.items():
+                        copy.write_row((word, row, doc.record.doc_id, n))
+        cur.execute(
+            sql.SQL("INSERT INTO {} (word) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING").format(
+                self._ident("words")
+            ),
+            [sorted(vocabulary)],
+        )
 
     @_database_errors
     def commit(self, embedder: dict[str, Any]) -> dict[str, int]:
@@ -1044,6 +1149,8 @@ class PgWriter:
             self._search_indexes(self.conn)
         shards = self._new_shards or self.shards
         manifest.extra = {**manifest.extra, "store": "postgresql", **({"shards": shards} if shards else {})}
+        if self._words:
+            manifest.extra["word_index"] = True
         self.conn.execute(
             sql.SQL(
                 "INSERT INTO {} (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body"
@@ -1060,7 +1167,7 @@ class PgWriter:
                 conn.autocommit = True
                 for table in ("documents", "chunks", "sentences"):
                     conn.execute(sql.SQL("ANALYZE {}").format(self._ident(table)))
-        for table in ("documents", "chunks", "sentences"):
+        for table in ("documents", "chunks", "sentences", *(("words", "chunk_words") if self._words else ())):
             with contextlib.suppress(self._psycopg.Error):
                 self.conn.execute(sql.SQL("ANALYZE {}").format(self._ident(table)))
                 self.conn.commit()
