@@ -493,7 +493,19 @@ class EmbeddedStore:
 
     def _candidate_texts(self, lowered: list[str]) -> Iterable[tuple[int, str]]:
         """``(row, lower-cased text)`` of the chunks that may contain any of the lower-cased keywords: those the
-        trigram index names, or every chunk when a keyword is shorter than a trigram."""
+        word index names (arag/store/words.py), else those the trigram index names, or every chunk when a keyword
+        is shorter than a trigram."""
+        words = self._words.get()
+        found = [words.candidates(low) for low in lowered] if words is not None else [None]
+        if all(rows is not None for rows in found):
+            rows = np.unique(np.concatenate([r for r in found if r is not None])) if found else []
+            if not len(rows):
+                return []
+            listed = "SELECT value FROM json_each(?)"
+            return self._db.execute(
+                f"SELECT row, coalesce(text_lower, lower(text)) FROM chunks WHERE row IN ({listed})",
+                [json.dumps([int(r) for r in rows])],
+            )
         matches = [self._trigram_match(low) for low in lowered]
         if any(m is None for m in matches):
             return self._db.execute("SELECT row, coalesce(text_lower, lower(text)) FROM chunks")
@@ -692,10 +704,16 @@ def _chunk_best_from_all(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return best
 
 
+# np.load parses each header with ast.literal_eval, which CPython 3.11 does not make safe across threads
+# ("AST constructor recursion depth mismatch" when readers open indexes concurrently): one header at a time
+_HEADER_LOCK = threading.Lock()
+
+
 def _mapped(path: Path) -> np.ndarray:
     """A read-only memory map as a plain ndarray: slicing a np.memmap costs ~10 µs of Python per slice, which
     the inverted file's ~100 list slices per query would pay."""
-    return np.load(path, mmap_mode="r").view(np.ndarray)
+    with _HEADER_LOCK:
+        return np.load(path, mmap_mode="r").view(np.ndarray)
 
 
 def _row_norms(vectors: np.ndarray, block: int = 65536) -> np.ndarray:
