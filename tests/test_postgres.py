@@ -688,3 +688,36 @@ def test_an_index_of_the_previous_format_in_postgres_opens_and_gains_metadata_on
         assert [h.chunk_id for h in upgraded.keyword_search(["Murad"], 5, parse_filter("type=html"))] == ["page.html#0"]
     finally:
         upgraded.close()
+
+
+def test_an_index_written_before_the_word_index_counts_in_the_text_and_stays_without_it(
+    nodes: list[PgNode], tmp_path: Path
+) -> None:
+    """An index from before the word tables (made here by dropping them and the manifest's flag): every keyword is
+    counted in the text, exactly; an ingest into it writes no postings and removes documents without them."""
+    import psycopg
+
+    from arag.store.postgres.store import parse_location
+
+    location = nodes[0].database("single", index="nowords")
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    shutil.copy(FIXTURES / "guide.md", corpus / "guide.md")
+    build_index([corpus], location, fake_settings(), rebuild=True)
+    place = parse_location(location)
+    with psycopg.connect(place.conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP TABLE "{place.schema}".words, "{place.schema}".chunk_words')
+        conn.execute(f"UPDATE \"{place.schema}\".manifest SET body = body #- '{{extra,word_index}}'")
+    shutil.copy(FIXTURES / "page.html", corpus / "page.html")
+    (corpus / "guide.md").unlink()
+    build_index([corpus], location, fake_settings(), sync=True)
+    index = Index.open(location, threads=1)
+    try:
+        assert "word_index" not in index.manifest.extra
+        assert index.keyword_search(["Portland"], 1) == []
+        for keywords in (["Murad"], ["the", "of"], ["ii"], ["Murad IV"]):
+            assert [(h.chunk_id, h.score) for h in index.keyword_search(keywords, 5)] == _brute_keyword(
+                index, keywords, 5
+            ), keywords
+    finally:
+        index.close()
