@@ -7,13 +7,14 @@ is not one, so every occurrence lies inside one maximal run of word characters �
     count(k, chunk) = Σ over the distinct words w of the chunk: w.count(k) · (how often w occurs in the chunk)
 
 exactly, overlaps included (the greedy scan restarts at every word, as it does in the whole text). So the
-index keeps the vocabulary and, per word, its postings (chunk row, occurrences); a query counts the keyword in
-every vocabulary word at once (NumPy's vectorised string count), then adds up the postings of the words that
-contain it. The work is proportional to the postings touched, not to the text: "the" or "II" no longer makes
-every chunk's text be fetched and scanned. Keywords with other characters (spaces, punctuation) keep the
-trigram path, where their rarest trigrams narrow the candidates.
+index keeps the vocabulary and, per word, its postings (chunk row, occurrences); a query finds the vocabulary words
+that contain the keyword (str.find over the vocabulary as one string), then adds up their postings. The work is
+proportional to the postings touched, not to the text: "the" or "II" no longer makes every chunk's text be
+fetched and scanned. A keyword with other characters ("el tonto", "dr. who") is counted in the text, but only of
+the chunks that hold each of its word runs as the keyword places them (:meth:`WordIndex.candidates`), which
+common trigrams could not narrow.
 
-Files (beside the rest of a generation; an index without them keeps the trigram path for every keyword)::
+Files (beside the rest of a generation; an index written before them keeps the trigram path for every keyword)::
 
     words.txt          the vocabulary, one word per line (UTF-8)
     word_ptr.npy       int64[n_words+1]: each word's postings range
