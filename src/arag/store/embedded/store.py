@@ -497,8 +497,9 @@ class EmbeddedStore:
         is shorter than a trigram."""
         words = self._words.get()
         found = [words.candidates(low) for low in lowered] if words is not None else [None]
-        if all(rows is not None for rows in found):
-            rows = np.unique(np.concatenate([r for r in found if r is not None])) if found else []
+        present = [rows for rows in found if rows is not None]
+        if len(present) == len(found):
+            rows = np.unique(np.concatenate(present)) if present else np.zeros(0, np.int64)
             if not len(rows):
                 return []
             listed = "SELECT value FROM json_each(?)"
