@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from arag.agent.actions import ActionSpec, ToolCall
 from arag.agent.policies.base import Policy, register
+from arag.agent.policies.closest_sentence import SENTENCE_CHARS
 from arag.agent.prompts import ANSWER_OR_SWITCH, REPEATED, SEARCH_ANOTHER_WAY, SWITCH_SEARCH
 from arag.agent.state import RunState
 from arag.tools.toolkit import ToolResult
 from arag.tools.view import shorten
 
 OTHER_SEARCH = {"keyword_search": "semantic_search", "semantic_search": "keyword_search"}
-SENTENCE_CHARS = 300
 
 
 @register
