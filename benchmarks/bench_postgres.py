@@ -177,6 +177,7 @@ def concurrent_clients(
     index = Index(PgStore(url, threads=clients, pool_size=clients))
     errors: list[str] = []
     latencies: list[float] = []
+    keyword_latencies: list[float] = []
     lock = threading.Lock()
     stop = time.monotonic() + seconds
 
@@ -194,6 +195,8 @@ def concurrent_clients(
                     errors.append(repr(exc))
             with lock:
                 latencies.append(time.perf_counter() - t)
+                if i % 2:
+                    keyword_latencies.append(latencies[-1])
             i += 1
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
@@ -202,7 +205,16 @@ def concurrent_clients(
     for thread in threads:
         thread.join()
     index.close()
-    return {"requests": len(latencies), "errors": len(errors), "p50": pct(latencies, 50), "p95": pct(latencies, 95)}
+    return {
+        "requests": len(latencies),
+        "errors": len(errors),
+        "error_kinds": sorted({error.split("(")[0] for error in errors}),
+        "p50": pct(latencies, 50),
+        "p95": pct(latencies, 95),
+        "keyword_p50": pct(keyword_latencies, 50),
+        "keyword_p95": pct(keyword_latencies, 95),
+        "keyword_max": max(keyword_latencies, default=0.0) * 1000,
+    }
 
 
 def main() -> None:
@@ -215,6 +227,10 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, action="append", default=None)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "arag-pgbench")
+    parser.add_argument("--embedded-only", action="store_true", help="only the embedded store and brute force")
+    parser.add_argument(
+        "--keep-embedded", action="store_true", help="measure the embedded copies already in --work (no writing)"
+    )
     args = parser.parse_args()
     scales = args.scale or [1, 10]
     shard_counts = [n for n in (args.nodes or [2, 3]) if n > 1]  # --nodes 0: one node only
@@ -231,7 +247,7 @@ def main() -> None:
     keyword_queries = [question_entities(q["question"]) or q["question"].split()[:2] for q in questions]
     query_vectors = base_index.embedder.embed_documents([q["question"] for q in questions])
 
-    servers = [args.work / f"pg{i}" for i in range(max([1, *shard_counts]))]
+    servers = [] if args.embedded_only else [args.work / f"pg{i}" for i in range(max([1, *shard_counts]))]
     urls = []
     for folder in servers:
         url = pgserver.start(folder)
@@ -278,12 +294,14 @@ def main() -> None:
             __version__,
         )
         embedded_dir = args.work / f"embedded-{name}"
-        shutil.rmtree(embedded_dir, ignore_errors=True)
-        embedded_s = content.write_embedded(
-            embedded_dir,
-            {"chunker": base.manifest.chunker, "vector_dtype": "f32", "ann": False},
-            dict(base.manifest.embedder),
-        )
+        embedded_s = float("nan")
+        if not (args.keep_embedded and (embedded_dir / "manifest.json").exists()):
+            shutil.rmtree(embedded_dir, ignore_errors=True)
+            embedded_s = content.write_embedded(
+                embedded_dir,
+                {"chunker": base.manifest.chunker, "vector_dtype": "f32", "ann": False},
+                dict(base.manifest.embedder),
+            )
         embedded = Index.open(embedded_dir)
         reference = measure(embedded, keyword_queries, query_vectors, exact=True)
         exact10 = [{h.chunk_id for h in embedded.semantic_search_vector(v, 10)} for v in query_vectors]
@@ -343,6 +361,8 @@ def main() -> None:
             }
         )
         embedded.close()
+        if args.embedded_only:
+            continue
         layouts: list[tuple[str, str, list[str]]] = [("postgres 1 node", database(0, "bench", name), [])]
         for count in shard_counts:
             layouts.append(
@@ -396,8 +416,10 @@ def main() -> None:
                     tuned.close()
                 load = concurrent_clients(url, keyword_queries, query_vectors, args.clients, 20.0)
                 print(
-                    f"  {args.clients} concurrent clients, 20 s: {load['requests']} requests, {load['errors']} errors, "
-                    f"p50 {load['p50']:.1f} ms, p95 {load['p95']:.1f} ms",
+                    f"  {args.clients} concurrent clients, 20 s: {load['requests']} requests, {load['errors']} errors "
+                    f"{load['error_kinds']}, p50 {load['p50']:.1f} ms, p95 {load['p95']:.1f} ms; keyword requests "
+                    f"p50 {load['keyword_p50']:.1f} ms, p95 {load['keyword_p95']:.1f} ms, "
+                    f"max {load['keyword_max']:.0f} ms",
                     flush=True,
                 )
             index.close()

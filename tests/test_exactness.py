@@ -346,6 +346,30 @@ def test_word_index_holds_every_word_once_per_chunk(tmp_path: Path) -> None:
     store.close()
 
 
+def test_phrases_find_their_words_by_start_end_and_whole(tmp_path: Path) -> None:
+    """A phrase's inner word runs must be whole words, its first run a word's end, its last a word's start
+    (found by bisection in the sorted vocabulary): neighbours in sort order, the first and last words, Unicode."""
+    texts = ["el tonto", "hotel tontos", "del tont", "tonto el", "elk tonto", "ΣΑΣ σας σα", "zz zzz", "a b c", "ab bc"]
+    store = _written_store(tmp_path / "idx", texts)
+    try:
+        for keyword in ["el tonto", "l tont", ". tonto", "el ", " el", "σας σ", "ς σα", "zz z", "z zz", "a b c", "b c"]:
+            assert store.keyword_scores([keyword], 10) == _brute_scores(texts, [keyword], 10), keyword
+    finally:
+        store.close()
+
+
+def test_phrases_with_a_common_word_stay_exact(tmp_path: Path) -> None:
+    """A run far more common than the phrase's rarest one is not gathered (words.COMMON_RUN): the candidates are
+    a superset, counted exactly in their text."""
+    texts = ["the other one, then the end"] * 150 + ["The Heart of Doreon, the heart", "heart of the", "hearth"]
+    store = _written_store(tmp_path / "idx", texts)
+    try:
+        for keyword in ["The Heart Of Doreon", "the heart", "heart of the", "of the", "the o", "he "]:
+            assert store.keyword_scores([keyword], 5) == _brute_scores(texts, [keyword], 5), keyword
+    finally:
+        store.close()
+
+
 def test_index_without_word_files_counts_by_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An index written before the word index existed: every keyword takes the trigram path, with equal results."""
     monkeypatch.setattr(WordIndexBuilder, "save", lambda self, folder: None)

@@ -123,6 +123,7 @@ def _brute_keyword(index: Index, keywords: list[str], top_k: int) -> list[tuple[
 def test_keyword_search_is_identical_everywhere_and_equals_brute_force(indexes: dict[str, Index]) -> None:
     # one node counts keywords of word characters from its word index, two nodes in the text: both exact
     assert indexes["postgres"].manifest.extra["word_index"] is True
+    assert indexes["postgres"].manifest.extra["word_postings"] is True
     assert "word_index" not in indexes["two nodes"].manifest.extra
     for keywords in KEYWORD_QUERIES:
         for top_k in (1, 3, 50):
@@ -690,34 +691,89 @@ def test_an_index_of_the_previous_format_in_postgres_opens_and_gains_metadata_on
         upgraded.close()
 
 
-def test_an_index_written_before_the_word_index_counts_in_the_text_and_stays_without_it(
-    nodes: list[PgNode], tmp_path: Path
+@pytest.mark.parametrize("missing", ["word tables", "packed postings"])
+def test_an_index_written_before_the_word_index_counts_exactly_and_stays_without_it(
+    nodes: list[PgNode], tmp_path: Path, missing: str
 ) -> None:
-    """An index from before the word tables (made here by dropping them and the manifest's flag): every keyword is
-    counted in the text, exactly; an ingest into it writes no postings and removes documents without them."""
+    """Indexes from before the word tables, or from before their packed postings (made here by dropping them and
+    the manifest's flag): every keyword is still counted exactly (in the text, or by joining the postings); an
+    ingest into such an index adds neither and removes documents without them."""
     import psycopg
 
     from arag.store.postgres.store import parse_location
 
-    location = nodes[0].database("single", index="nowords")
+    location = nodes[0].database("single", index="nowords" if missing == "word tables" else "nopacked")
     corpus = tmp_path / "c"
     corpus.mkdir()
     shutil.copy(FIXTURES / "guide.md", corpus / "guide.md")
     build_index([corpus], location, fake_settings(), rebuild=True)
     place = parse_location(location)
+    flags = ["word_index", "word_postings"] if missing == "word tables" else ["word_postings"]
+    tables = ["words", "chunk_words", "word_postings"] if missing == "word tables" else ["word_postings"]
     with psycopg.connect(place.conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP TABLE "{place.schema}".words, "{place.schema}".chunk_words')
-        conn.execute(f"UPDATE \"{place.schema}\".manifest SET body = body #- '{{extra,word_index}}'")
+        conn.execute("DROP TABLE " + ", ".join(f'"{place.schema}".{table}' for table in tables))
+        for flag in flags:
+            conn.execute(f"UPDATE \"{place.schema}\".manifest SET body = body #- '{{extra,{flag}}}'")
     shutil.copy(FIXTURES / "page.html", corpus / "page.html")
     (corpus / "guide.md").unlink()
     build_index([corpus], location, fake_settings(), sync=True)
     index = Index.open(location, threads=1)
     try:
-        assert "word_index" not in index.manifest.extra
+        assert not set(flags) & set(index.manifest.extra)
+        assert index.manifest.extra.get("word_index", False) is (missing == "packed postings")
         assert index.keyword_search(["Portland"], 1) == []
-        for keywords in (["Murad"], ["the", "of"], ["ii"], ["Murad IV"]):
+        for keywords in (["Murad"], ["the", "of"], ["ii"], ["Murad IV"], ["the", "Murad IV"]):
             assert [(h.chunk_id, h.score) for h in index.keyword_search(keywords, 5)] == _brute_keyword(
                 index, keywords, 5
             ), keywords
     finally:
         index.close()
+
+
+def test_a_new_index_writes_postings_without_scanning_them_and_replaces_a_rewritten_document(
+    nodes: list[PgNode],
+) -> None:
+    """A new index's chunk_words has no doc_id index until commit: replacing a batch's documents must not scan the
+    postings written so far (quadratic at scale), yet a document written twice in one ingest, or removed, keeps
+    only its last postings."""
+    from arag.store.base import DocumentRecord, PendingDocument, PreparedChunk
+    from arag.store.postgres.store import PgWriter
+
+    def document(doc_id: str, text: str) -> PendingDocument:
+        record = DocumentRecord(doc_id, doc_id, doc_id, f"hash-{text}")
+        vectors = np.eye(4, dtype=np.float32)[:1]
+        return PendingDocument(
+            record, [PreparedChunk(f"{doc_id}#0", 0, text, 5, [(0, len(text))])], np.ones(1, np.uint64), vectors
+        )
+
+    location = nodes[0].database("single", index="postings")
+    writer = PgWriter(location, rebuild=True)
+
+    def postings_scans() -> int:
+        found = writer.conn.execute(
+            "SELECT coalesce(seq_scan, 0) FROM pg_stat_xact_user_tables WHERE relname = 'chunk_words'"
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    try:
+        writer.create("f32", 4, False, None)
+        writer.write([document("a", "Lothair the king of the Franks"), document("b", "Teutberga was queen")])
+        writer.write([document("c", "The king and the queen")])
+        assert postings_scans() == 0
+        writer.write([document("a", "Ermengarde of Tours")])  # rewritten in the same ingest
+        writer.remove(["b"])
+        writer.commit({"name": "fake", "dims": 4})
+    finally:
+        writer.close()
+    store = PgStore(location)
+    try:
+        texts = {record.row: record.text.lower() for record in store.iter_chunks()}
+        assert sorted(texts.values()) == ["ermengarde of tours", "the king and the queen"]
+        for keywords in (["the"], ["king", "queen"], ["teutberga"], ["lothair"], ["of", "tours"], ["e"]):
+            expected = sorted(
+                ((row, sum(text.count(k) * len(k) for k in keywords)) for row, text in texts.items()),
+                key=lambda pair: (-pair[1], pair[0]),
+            )
+            assert store.keyword_scores(keywords, 5) == [pair for pair in expected if pair[1] > 0], keywords
+    finally:
+        store.close()

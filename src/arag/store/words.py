@@ -12,7 +12,8 @@ that contain the keyword (str.find over the vocabulary as one string), then adds
 proportional to the postings touched, not to the text: "the" or "II" no longer makes every chunk's text be
 fetched and scanned. A keyword with other characters ("el tonto", "dr. who") is counted in the text, but only of
 the chunks that hold each of its word runs as the keyword places them (:meth:`WordIndex.candidates`), which
-common trigrams could not narrow.
+common trigrams could not narrow; a run that must be a whole word, a word's start or its end is looked up by
+bisection in the sorted vocabulary (sorted once, on first use), not by a pass over it.
 
 Files (beside the rest of a generation; an index written before them keeps the trigram path for every keyword)::
 
@@ -24,6 +25,7 @@ Files (beside the rest of a generation; an index written before them keeps the t
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import Counter
@@ -33,6 +35,8 @@ from pathlib import Path
 import numpy as np
 
 WORD = re.compile(r"\w+")
+COMMON_RUN = 64  # a phrase's word run with this many postings per candidate left narrows too little to gather
+LAST = chr(0x10FFFF)  # sorts after every word character (it is none)
 FILES = ("words.txt", "word_ptr.npy", "word_rows.npy", "word_counts.npy")
 
 
@@ -82,6 +86,10 @@ class WordIndex:
         lengths = np.fromiter((len(w) + 1 for w in vocabulary), np.int64, len(vocabulary))
         self._starts = np.concatenate(([1], 1 + np.cumsum(lengths)))[: len(vocabulary)]
         self._ptr, self._rows, self._counts = ptr, rows, counts
+        self._vocabulary = vocabulary
+        self._lock = threading.Lock()
+        self._by_start: tuple[list[str], np.ndarray] | None = None  # sorted words, their ids
+        self._by_end: tuple[list[str], np.ndarray] | None = None  # sorted reversed words, their ids
 
     @staticmethod
     def problem(n_words: int, n_chunks: int, ptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> str:
@@ -100,14 +108,40 @@ class WordIndex:
             return "word_counts.npy: one positive count per posting expected"
         return ""
 
-    def _words_with(self, pattern: str, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """(word ids, matches in each) of the non-overlapping matches of ``pattern`` in the vocabulary string;
-        ``offset`` moves a match's start into its word (1 for a pattern that starts with the separator)."""
-        positions = np.fromiter(_find_all(self._text, pattern, offset), np.int64)
+    def _words_with(self, pattern: str) -> tuple[np.ndarray, np.ndarray]:
+        """(word ids, matches in each) of the non-overlapping matches of ``pattern`` (word characters) in the
+        vocabulary string."""
+        positions = np.fromiter(_find_all(self._text, pattern), np.int64)
         if not len(positions):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         ids, matches = np.unique(np.searchsorted(self._starts, positions, side="right") - 1, return_counts=True)
         return ids, matches
+
+    def _sorted(self, reverse: bool) -> tuple[list[str], np.ndarray]:
+        """The vocabulary sorted (``reverse``: each word reversed, then sorted) and the word ids in that order,
+        built on first use: a word's start or end is then found by bisection, not by a pass over the vocabulary."""
+        with self._lock:
+            if (self._by_end if reverse else self._by_start) is None:
+                keys = [w[::-1] for w in self._vocabulary] if reverse else self._vocabulary
+                order = sorted(range(len(keys)), key=keys.__getitem__)
+                built = ([keys[i] for i in order], np.asarray(order, np.int64))
+                if reverse:
+                    self._by_end = built
+                else:
+                    self._by_start = built
+            found = self._by_end if reverse else self._by_start
+        assert found is not None
+        return found
+
+    def _words_starting(self, word: str, whole: bool = False, reverse: bool = False) -> np.ndarray:
+        """Ids of the vocabulary words that start with ``word`` (``reverse``: that end with it; ``whole``: that
+        are it). A word of the vocabulary has no other character than word ones, so the words beginning with
+        ``word`` sort between it and it followed by the last code point, which is no word character."""
+        keys, ids = self._sorted(reverse)
+        key = word[::-1] if reverse else word
+        lo = bisect.bisect_left(keys, key)
+        hi = (lo + 1 if lo < len(keys) and keys[lo] == key else lo) if whole else bisect.bisect_left(keys, key + LAST)
+        return np.sort(ids[lo:hi])
 
     def _gather(self, word_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions in the postings arrays of every posting of these words, and each word's posting count."""
@@ -131,25 +165,31 @@ class WordIndex:
         superset), or None when it has no word characters. Each run of word characters in the keyword lies in one
         word of a matching text: the whole word where other characters stand on both sides of it in the keyword,
         the word's start or end where on one side — so "el tonto" needs a word ending in "el" and one starting
-        with "tonto", and only chunks with both are counted in their text."""
+        with "tonto", and only chunks with both are counted in their text. Runs are taken rarest first, and a run
+        whose postings outnumber the chunks left by more than ``COMMON_RUN`` times is not gathered ("the" in
+        "The Heart Of Doreon"): the superset stays a superset, and the text count that follows is exact."""
         runs = list(WORD.finditer(keyword_lower))
         if not runs:
             return None
-        found: np.ndarray | None = None
+        words = []
         for run in runs:
             word, left, right = run.group(), run.start() > 0, run.end() < len(keyword_lower)
             if left and right:
-                ids, _ = self._words_with(f"\n{word}\n", 1)
+                ids = self._words_starting(word, whole=True)
             elif left:
-                ids, _ = self._words_with(f"\n{word}", 1)
+                ids = self._words_starting(word)
             elif right:
-                ids, _ = self._words_with(f"{word}\n")
+                ids = self._words_starting(word, reverse=True)
             else:
                 ids, _ = self._words_with(word)
+            words.append((int((self._ptr[ids + 1] - self._ptr[ids]).sum()), ids))
+        words.sort(key=lambda sized: sized[0])
+        found: np.ndarray | None = None
+        for n_postings, ids in words:
+            if found is not None and (not len(found) or n_postings > COMMON_RUN * len(found)):
+                break
             rows = np.unique(self._rows[self._gather(ids)[0]]) if len(ids) else np.zeros(0, np.int32)
             found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
-            if not len(found):
-                break
         return found
 
     def add_scores(self, scores: np.ndarray, keyword_lower: str, weight: int) -> None:
@@ -182,12 +222,12 @@ class LazyWordIndex:
         return self._index
 
 
-def _find_all(text: str, pattern: str, offset: int) -> Iterator[int]:
-    """Start (plus ``offset``) of each non-overlapping match, left to right, as str.count counts them (str.find
-    measured several times faster than a regular expression on a vocabulary's worth of text)."""
+def _find_all(text: str, pattern: str) -> Iterator[int]:
+    """Start of each non-overlapping match, left to right, as str.count counts them (str.find measured several
+    times faster than a regular expression on a vocabulary's worth of text)."""
     at = text.find(pattern)
     while at >= 0:
-        yield at + offset
+        yield at
         at = text.find(pattern, at + len(pattern))
 
 
