@@ -37,8 +37,8 @@ def read_chunks(record: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(read)) or list(record.get("retrieved_chunks") or [])
 
 
-def correct(record: dict[str, Any]) -> bool | None:
-    score = record.get("key_terms_acc", record.get("contain_acc"))
+def correct(record: dict[str, Any], metric: str) -> bool | None:
+    score = record.get(metric)
     return None if score is None else bool(score)
 
 
@@ -60,11 +60,16 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for run in load_runs(args.runs, key_terms):
         config = json.loads((Path(run["run_dir"]) / "config.json").read_text(encoding="utf-8"))
-        dataset = DatasetChoice(Path(config["dataset_path"]), corpus_file=Path(config["corpus_file"])).load()
+        corpus_file = Path(config["corpus_file"])
+        corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
+        dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
         index = index_for(dataset, load_settings(None, {"index": config["settings"]["index"]}).index)
         cells = {(s, c): 0 for s in (True, False) for c in (True, False)}
+        # the key terms score the runs of the dataset they were written for; Contain-Acc the others
+        scored = any(r.get("key_terms_acc") is not None for r in run["records"])
+        metric = "key_terms_acc" if scored else "contain_acc"
         for record in run["records"]:
-            is_correct = correct(record)
+            is_correct = correct(record, metric)
             if is_correct is None or not record.get("prediction"):
                 continue
             supported = verify_answer(index, str(record["prediction"]), read_chunks(record)).supported
