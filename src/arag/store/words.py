@@ -88,8 +88,7 @@ class WordIndex:
         self._ptr, self._rows, self._counts = ptr, rows, counts
         self._vocabulary = vocabulary
         self._lock = threading.Lock()
-        self._by_start: tuple[list[str], np.ndarray] | None = None  # sorted words, their ids
-        self._by_end: tuple[list[str], np.ndarray] | None = None  # sorted reversed words, their ids
+        self._sorted_by: dict[bool, tuple[list[str], np.ndarray]] = {}  # reversed?: sorted (reversed) words, ids
 
     @staticmethod
     def problem(n_words: int, n_chunks: int, ptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> str:
@@ -121,17 +120,11 @@ class WordIndex:
         """The vocabulary sorted (``reverse``: each word reversed, then sorted) and the word ids in that order,
         built on first use: a word's start or end is then found by bisection, not by a pass over the vocabulary."""
         with self._lock:
-            if (self._by_end if reverse else self._by_start) is None:
+            if reverse not in self._sorted_by:
                 keys = [w[::-1] for w in self._vocabulary] if reverse else self._vocabulary
                 order = sorted(range(len(keys)), key=keys.__getitem__)
-                built = ([keys[i] for i in order], np.asarray(order, np.int64))
-                if reverse:
-                    self._by_end = built
-                else:
-                    self._by_start = built
-            found = self._by_end if reverse else self._by_start
-        assert found is not None
-        return found
+                self._sorted_by[reverse] = ([keys[i] for i in order], np.asarray(order, np.int64))
+            return self._sorted_by[reverse]
 
     def _words_starting(self, word: str, whole: bool = False, reverse: bool = False) -> np.ndarray:
         """Ids of the vocabulary words that start with ``word`` (``reverse``: that end with it; ``whole``: that
@@ -141,7 +134,7 @@ class WordIndex:
         key = word[::-1] if reverse else word
         lo = bisect.bisect_left(keys, key)
         hi = (lo + 1 if lo < len(keys) and keys[lo] == key else lo) if whole else bisect.bisect_left(keys, key + LAST)
-        return np.sort(ids[lo:hi])
+        return ids[lo:hi]
 
     def _gather(self, word_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions in the postings arrays of every posting of these words, and each word's posting count."""

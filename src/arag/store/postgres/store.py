@@ -937,7 +937,7 @@ class PgWriter:
         # documents whose postings this writer wrote: in a new index only they can have postings to delete, and
         # chunk_words' doc_id index is built at commit, so a delete of any other document would scan the table
         self._postings_written: set[str] = set()
-        self._touched_words: set[str] = set()  # whose packed postings the commit rebuilds
+        self._touched_words: set[str] = set()  # whose packed postings the commit rebuilds (a new index: all)
 
     def _shard_location(self, url: str) -> PgLocation:
         return parse_location(
@@ -1069,13 +1069,10 @@ class PgWriter:
             gone = self.conn.execute(
                 sql.SQL(
                     "WITH gone AS (DELETE FROM {} WHERE doc_id = ANY(%s) RETURNING word) SELECT DISTINCT word FROM gone"
-                ).format(self._ident("chunk_words"))
-                if self._packed and not self._fresh
-                else sql.SQL("DELETE FROM {} WHERE doc_id = ANY(%s)").format(self._ident("chunk_words")),
+                ).format(self._ident("chunk_words")),
                 [with_postings],
             )
-            if self._packed and not self._fresh:
-                self._touched_words.update(word for (word,) in gone.fetchall())
+            self._touched_words.update(word for (word,) in gone.fetchall())
             self._postings_written.difference_update(with_postings)
 
     @_database_errors
@@ -1192,8 +1189,7 @@ class PgWriter:
             ),
             [sorted(vocabulary)],
         )
-        if self._packed and not self._fresh:
-            self._touched_words.update(vocabulary)
+        self._touched_words.update(vocabulary)
 
     @_database_errors
     def commit(self, embedder: dict[str, Any]) -> dict[str, int]:
