@@ -9,12 +9,15 @@ from pathlib import Path
 import pytest
 
 from arag.agent import Agent
+from arag.agent.actions import parse_text_action
 from arag.agent.policies.confident_stop import stated_confidence
 from arag.agent.prompts import STATE_CONFIDENCE
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
+from arag.tools.toolkit import Toolkit
 from scripted_server import ScriptedServer, completion, tool_call
+from test_agent import local_json_agent
 from test_eval import DATASETS, run_cli
 
 
@@ -89,3 +92,46 @@ def test_sweep_over_thresholds(tmp_path: Path, server: ScriptedServer) -> None:
     bad = run_cli("eval", "sweep", "--method", "arag-full", "--out", str(tmp_path / "x"), "--confidence", "2",
                   "--dataset", str(DATASETS / "hippo-mini"), server=server, cache=tmp_path / "cache")  # fmt: skip
     assert bad.returncode == 1 and "--confidence" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_json_action_states_its_confidence_in_a_field_the_grammar_enforces(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    # the embedded model acts in constrained JSON: told to write a confidence into its note, it did not (the
+    # policy never acted on 10 2Wiki questions), so the field is part of every call's schema
+    agent = local_json_agent(hippo_index, server, max_steps=6, action_mode="json", policies=["+confident_stop"])
+    search = {"action": "keyword_search", "arguments": {"keywords": ["Ermengarde"]}}
+    read = {"action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}}
+    server.replies = [
+        completion(json.dumps({"plan": ["her death"], "found": "nothing yet", "confidence": 0.2, **search})),
+        completion(json.dumps({"found": "Ermengarde of Tours is named.", "confidence": 0.9, **read})),
+        completion(
+            json.dumps({"found": "She died on 20 March 851.", "action": "final_answer", "answer": "20 March 851"})
+        ),
+    ]
+    result = agent.run("When did Ermengarde of Tours die?")
+    assert result.stop_reason == "answered" and result.answer.startswith("20 March 851")
+    assert [s.tool for s in result.trajectory] == ["keyword_search", "chunk_read"]
+    assert result.policies_acted.get("confident_stop") == 1
+    first, last = (
+        r["response_format"]["json_schema"]["schema"]["anyOf"] for r in (server.requests[0], server.requests[2])
+    )
+    calls = [v for v in first if "arguments" in v["properties"]]
+    assert calls and all(v["properties"]["confidence"]["enum"][-1] == 1.0 for v in calls)
+    assert all("confidence" in v["required"] for v in calls)
+    assert [v["properties"]["action"]["enum"] for v in last] == [["final_answer"]]  # the answer was asked for
+
+
+@pytest.mark.parametrize("value", [0.9, 1, 0])
+def test_a_confidence_field_is_read(hippo_index: Index, value: float) -> None:
+    toolkit = Toolkit(hippo_index)
+    reply = {"found": "x", "confidence": value, "action": "keyword_search", "arguments": {"keywords": ["Tours"]}}
+    assert parse_text_action(json.dumps(reply), toolkit).confidence == float(value)
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, "0.9", True, None, [0.5]])
+def test_a_confidence_that_is_no_fraction_is_none(hippo_index: Index, value: object) -> None:
+    toolkit = Toolkit(hippo_index)
+    reply = {"found": "x", "confidence": value, "action": "keyword_search", "arguments": {"keywords": ["Tours"]}}
+    action = parse_text_action(json.dumps(reply), toolkit)
+    assert action.confidence is None and action.calls[0].name == "keyword_search"

@@ -23,7 +23,9 @@ PLAN_SCHEMA = {
     "maxItems": 3,
     "description": "The searches needed, in order: one per fact to find (a multi-hop question needs two or three).",
 }
-NOT_ACTIONS = ("plan", "found", "thought")  # keys of a flat action that name no tool
+# a JSON action's confidence, in tenths: a closed set the grammar enforces and a small model writes in 1-3 tokens
+CONFIDENCE_SCHEMA: dict[str, Any] = {"type": "number", "enum": [round(0.1 * tenth, 1) for tenth in range(11)]}
+NOT_ACTIONS = ("plan", "found", "thought", "confidence")  # keys of a flat action that name no tool
 _JSON_CANDIDATES = 4  # tagged or fenced blocks tried per reply: enough for real replies, linear for hostile ones
 
 
@@ -47,6 +49,7 @@ class Action:
     answer: str = ""
     note: str = ""  # the free "thought" / "found" text
     plan: list[str] = field(default_factory=list)
+    confidence: float | None = None  # a JSON action's "confidence" field (0-1), where the spec asked for one
 
 
 @dataclass
@@ -67,6 +70,7 @@ class ActionSpec:
     options: list[str] = field(default_factory=list)  # the answer is one of these
     yes_no: bool = False  # the answer starts with Yes or No
     answer_chars: int | None = None  # the longest answer
+    confidence: bool = False  # a tool call states how sure the model is that what it read answers the question
 
 
 class ActionFormat:
@@ -121,6 +125,8 @@ def action_schema(toolkit: Toolkit | None, spec: ActionSpec, flat: bool = False)
     planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if spec.plan else {}
     note = {spec.note: FOUND_SCHEMA if spec.note == "found" else {"type": "string"}}
     call_note = note if spec.note_on_calls else {}
+    if spec.confidence:
+        call_note = {**call_note, "confidence": CONFIDENCE_SCHEMA}
     variants = []
     for schema in toolkit.schemas() if toolkit else []:
         name, parameters = schema["function"]["name"], schema["function"]["parameters"]
@@ -184,11 +190,17 @@ def parse_text_action(content: str, toolkit: Toolkit) -> Action:
                 answer = arguments.get("answer")
             return Action([], as_text(answer), note, plan)
         if isinstance(name, str) and name:
-            return Action([ToolCall(name, arguments)], "", note, plan)
+            return Action([ToolCall(name, arguments)], "", note, plan, _confidence(data.get("confidence")))
     truncated = _cut_off_answer(content)
     if truncated is not None:
         return Action([], truncated)
     return Action([], content.strip())
+
+
+def _confidence(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= 1 else None
 
 
 def _flat_action(data: dict[str, Any], toolkit: Toolkit) -> tuple[str, Any]:

@@ -173,8 +173,8 @@ SAME_NAME = (
     "{entities}"
 )
 STATE_CONFIDENCE = (
-    "With each action, write how sure you are that what you have read so far answers the question, as "
-    '"confidence: " and a number from 0 to 1.'
+    "With each action, state how sure you are that what you have read so far answers the question: "
+    '"confidence", a number from 0 to 1.'
 )
 COMMON_LEFT_OUT = "({keywords} left out: in over {share} of the chunks)"
 SHORTER_KEYWORDS = ": no chunk contains these keywords. Results for shorter keywords that match, {shorter}"

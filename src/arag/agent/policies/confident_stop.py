@@ -27,7 +27,9 @@ def stated_confidence(text: str) -> float | None:
 class ConfidentStop(Policy):
     """The paper's agent cannot tell by itself when it has enough evidence: only the step limit stops a model that
     keeps searching (paper §5). Asked at the start, the model states with each action how sure it is that what it
-    has read answers the question (``confidence: 0.8``); when a tool call comes with a confidence at or above
+    has read answers the question: a JSON action has a ``confidence`` field (tenths from 0 to 1, enforced by the
+    grammar: a small model told to write it into its note did not, and the policy never acted), a native tool call
+    writes ``confidence: 0.8`` in its text; when a tool call comes with a confidence at or above
     ``agent.policy.confident_stop.threshold``, that call is its last and the next action must be the answer. The
     threshold trades steps and tokens for accuracy: ``arag eval sweep --confidence 0.5,0.7,0.9`` measures the
     curve. In no profile by default (``--policy +confident_stop``)."""
@@ -40,11 +42,15 @@ class ConfidentStop(Policy):
         run.tell(STATE_CONFIDENCE)
 
     def after_tool(self, run: RunState, call: ToolCall, result: ToolResult) -> None:
-        confidence = stated_confidence(run.actions[-1].note) if run.actions else None
+        action = run.actions[-1] if run.actions else None
+        confidence = None if action is None else action.confidence
+        if action is not None and confidence is None:
+            confidence = stated_confidence(action.note)
         threshold = self.settings.policy.confident_stop.threshold
         self.stop_next = confidence is not None and confidence >= threshold
 
     def constrain(self, run: RunState, spec: ActionSpec) -> None:
+        spec.confidence = spec.constrained and not spec.final  # a JSON action gets a field the grammar enforces
         if self.stop_next and not spec.final:
             self.acted(run)
             spec.tools, spec.final = [], True

@@ -1,0 +1,112 @@
+"""The questions on which a policy that is off by default would act, found from the default's recorded runs.
+
+    python benchmarks/would_act.py runs/cand10-2wiki --policy same_name --out runs/same_name-2wiki.ids.json
+    arag eval run ...the default run's options... --policy +same_name --ids-file runs/same_name-2wiki.ids.json \\
+        --out runs/same_name-2wiki
+
+Why: at temperature 0 a run with one more policy is the default's run up to the policy's first act (the same
+requests in the same order; benchmarks/ablation.py relies on the same fact for the bundle minus a policy). So its
+before/after only needs re-running the questions where it would act; the others keep the default's records.
+Where it would act is decided by the policy's own code on what the recorded run saw:
+
+* ``same_name`` looks at each search's hits: every recorded search (the model's and the harness's, in order) is
+  run again on the run's index, and the policy's ``after_result`` decides;
+* ``supported_answer`` looks at the answer that ended the run — the only answer it is asked about, since it comes
+  after every policy of the bundle and an answer none of them held ends the run — when the model gave it
+  (``answered``, not a forced answer or one the loop gave): ``verify_answer`` against the chunks read, as the
+  policy calls it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from arag.agent.policies.same_name import SameName
+from arag.agent.profiles import resolve
+from arag.agent.prompts import REPEATED
+from arag.eval.runner import DatasetChoice, index_for
+from arag.eval.runs import load_runs
+from arag.index import Index
+from arag.settings import load_settings
+from arag.tools.toolkit import Toolkit
+from arag.verification import verify_answer
+
+SEARCHES = ("keyword_search", "semantic_search")
+
+HIT_LINE = re.compile(r"^\[\d+\] chunk (.+?)(?: \[already read\])?$", re.M)
+REPLAY_DIFFERS: list[str] = []  # searches whose replay heads differently from the record (should be none)
+
+
+def read_chunks(record: dict[str, Any]) -> list[str]:
+    """The chunks the record's trajectory read (the harness's reads included), else the chunks it was shown."""
+    read = [
+        str(chunk_id)
+        for step in record.get("trajectory") or []
+        if step.get("tool") == "chunk_read"
+        for chunk_id in (step.get("arguments") or {}).get("chunk_ids") or []
+    ]
+    return sorted(set(read)) or sorted(record.get("retrieved_chunks") or [])
+
+
+def same_name_acts(record: dict[str, Any], index: Index, settings: Any) -> bool:
+    policy = SameName(settings)
+    toolkit = Toolkit(index, view=resolve(settings, local=True).view)  # the embedded default's result view
+    for step in record.get("trajectory") or []:
+        recorded = str(step.get("observation") or "")
+        if step.get("tool") not in SEARCHES or recorded.startswith(REPEATED):
+            continue  # a repeated call is answered by the loop: no search result, nothing for after_result
+        result = toolkit.call(step["tool"], step.get("arguments") or {})
+        if result.hits != HIT_LINE.findall(recorded):
+            REPLAY_DIFFERS.append(f"{record['id']}: {step['tool']} {step.get('arguments')}")
+        run = SimpleNamespace(toolkit=toolkit, question=record["question"], acted={})
+        policy.after_result(run, result)  # type: ignore[arg-type]
+        if run.acted:
+            return True
+    return False
+
+
+def supported_answer_acts(record: dict[str, Any], index: Index) -> bool:
+    if record.get("stop_reason") != "answered" or record.get("answer_from", "model") != "model":
+        return False
+    verification = verify_answer(index, str(record.get("prediction") or ""), read_chunks(record))
+    return bool(verification.claims) and not verification.supported
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", type=Path, help="the default's run directory (arag eval run)")
+    parser.add_argument("--policy", required=True, choices=["same_name", "supported_answer"])
+    parser.add_argument("--out", type=Path, required=True, help="the ids file for arag eval run --ids-file")
+    args = parser.parse_args()
+    (run,) = load_runs([args.run])
+    config = json.loads((args.run / "config.json").read_text(encoding="utf-8"))
+    corpus_file = Path(config["corpus_file"])
+    corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
+    dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
+    settings = load_settings(None, {"index": config["settings"]["index"]})
+    index = index_for(dataset, settings.index)
+    try:
+        ids = [
+            str(record["id"])
+            for record in run["records"]
+            if (
+                same_name_acts(record, index, settings.agent)
+                if args.policy == "same_name"
+                else supported_answer_acts(record, index)
+            )
+        ]
+    finally:
+        index.close()
+    args.out.write_text(json.dumps(ids), encoding="utf-8")
+    for differs in REPLAY_DIFFERS:
+        print("replay differs from the record:", differs)
+    print(f"{args.policy} would act on {len(ids)} of {len(run['records'])} questions of {args.run}: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
