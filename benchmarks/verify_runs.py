@@ -20,21 +20,10 @@ from typing import Any
 
 from arag.eval.metrics import KeyTerms
 from arag.eval.runner import DatasetChoice, index_for
-from arag.eval.runs import load_runs
+from arag.eval.runs import chunks_read, load_runs
 from arag.eval.stats import wilson
 from arag.settings import load_settings
 from arag.verification import verify_answer
-
-
-def read_chunks(record: dict[str, Any]) -> list[str]:
-    """The chunks a record's trajectory read, in order; the chunks it was shown when it read none."""
-    read = [
-        str(chunk_id)
-        for step in record.get("trajectory") or []
-        if step.get("tool") == "chunk_read"
-        for chunk_id in (step.get("arguments") or {}).get("chunk_ids") or []
-    ]
-    return list(dict.fromkeys(read)) or list(record.get("retrieved_chunks") or [])
 
 
 def correct(record: dict[str, Any], metric: str) -> bool | None:
@@ -72,7 +61,7 @@ def main() -> None:
             is_correct = correct(record, metric)
             if is_correct is None or not record.get("prediction"):
                 continue
-            supported = verify_answer(index, str(record["prediction"]), read_chunks(record)).supported
+            supported = verify_answer(index, str(record["prediction"]), chunks_read(record)).supported
             cells[supported, is_correct] += 1
         index.close()
         flagged_wrong = cells[False, False]

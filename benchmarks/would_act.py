@@ -30,7 +30,7 @@ from arag.agent.policies.same_name import SameName
 from arag.agent.profiles import resolve
 from arag.agent.prompts import REPEATED
 from arag.eval.runner import DatasetChoice, index_for
-from arag.eval.runs import load_runs
+from arag.eval.runs import chunks_read, load_runs
 from arag.index import Index
 from arag.settings import load_settings
 from arag.tools.toolkit import Toolkit
@@ -39,18 +39,8 @@ from arag.verification import verify_answer
 SEARCHES = ("keyword_search", "semantic_search")
 
 HIT_LINE = re.compile(r"^\[\d+\] chunk (.+?)(?: \[already read\])?$", re.M)
+REPLAYED: list[str] = []  # every search replayed
 REPLAY_DIFFERS: list[str] = []  # searches whose replay heads differently from the record (should be none)
-
-
-def read_chunks(record: dict[str, Any]) -> list[str]:
-    """The chunks the record's trajectory read (the harness's reads included), else the chunks it was shown."""
-    read = [
-        str(chunk_id)
-        for step in record.get("trajectory") or []
-        if step.get("tool") == "chunk_read"
-        for chunk_id in (step.get("arguments") or {}).get("chunk_ids") or []
-    ]
-    return sorted(set(read)) or sorted(record.get("retrieved_chunks") or [])
 
 
 def same_name_acts(record: dict[str, Any], index: Index, settings: Any) -> bool:
@@ -61,6 +51,7 @@ def same_name_acts(record: dict[str, Any], index: Index, settings: Any) -> bool:
         if step.get("tool") not in SEARCHES or recorded.startswith(REPEATED):
             continue  # a repeated call is answered by the loop: no search result, nothing for after_result
         result = toolkit.call(step["tool"], step.get("arguments") or {})
+        REPLAYED.append(record["id"])
         if result.hits != HIT_LINE.findall(recorded):
             REPLAY_DIFFERS.append(f"{record['id']}: {step['tool']} {step.get('arguments')}")
         run = SimpleNamespace(toolkit=toolkit, question=record["question"], acted={})
@@ -73,7 +64,7 @@ def same_name_acts(record: dict[str, Any], index: Index, settings: Any) -> bool:
 def supported_answer_acts(record: dict[str, Any], index: Index) -> bool:
     if record.get("stop_reason") != "answered" or record.get("answer_from", "model") != "model":
         return False
-    verification = verify_answer(index, str(record.get("prediction") or ""), read_chunks(record))
+    verification = verify_answer(index, str(record.get("prediction") or ""), chunks_read(record))
     return bool(verification.claims) and not verification.supported
 
 
@@ -103,6 +94,8 @@ def main() -> None:
     finally:
         index.close()
     args.out.write_text(json.dumps(ids), encoding="utf-8")
+    if REPLAYED:
+        print(f"{len(REPLAYED)} searches replayed, {len(REPLAY_DIFFERS)} with hits other than the record's")
     for differs in REPLAY_DIFFERS:
         print("replay differs from the record:", differs)
     print(f"{args.policy} would act on {len(ids)} of {len(run['records'])} questions of {args.run}: {args.out}")

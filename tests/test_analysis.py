@@ -106,3 +106,28 @@ def test_eval_analyze_on_a_fixture_run_dir(tmp_path: Path) -> None:
         [sys.executable, "-m", "arag", "eval", "analyze", str(run)], capture_output=True, text=True
     ).stdout
     assert "| A-RAG (Full) · run | fixture | 5 | 4 |" in text
+
+
+def test_chunks_read_takes_hit_labels_from_what_the_read_showed() -> None:
+    from arag.eval.runs import chunks_read
+
+    record = {
+        "trajectory": [
+            {"tool": "keyword_search", "arguments": {"keywords": ["Fortunella"]}, "observation": "[1] chunk F#0"},
+            {
+                "tool": "chunk_read",
+                "arguments": {"chunk_ids": ["hit 1"]},
+                "observation": "[chunk Fortunella (film)#0]\nFortunella (film)\nFortunella is a 1958 film.",
+            },
+            {
+                "tool": "chunk_read",
+                "arguments": {"chunk_ids": ["Medical#0", "Medical#6"]},
+                "observation": "[chunk Medical#0] (prev: -, next: Medical#1)\ntext [chunk cited#1] in it\n\n"
+                "[chunk Medical#6] (prev: Medical#5, next: Medical#7)\ntext",
+            },
+            {"tool": "chunk_read", "arguments": {"chunk_ids": ["Made up#2"]}, "observation": "already read"},
+        ],
+        "retrieved_chunks": ["ignored#0"],
+    }
+    assert chunks_read(record) == ["Fortunella (film)#0", "Made up#2", "Medical#0", "Medical#6"]
+    assert chunks_read({"trajectory": [], "retrieved_chunks": ["b#0", "a#0"]}) == ["a#0", "b#0"]

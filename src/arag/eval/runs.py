@@ -5,6 +5,7 @@ reports, the web page's run browser and the benchmarks read runs through here.""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -37,6 +38,22 @@ def read_results(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
         with path.open("r+b") as handle:
             handle.truncate(good)
     return finished
+
+
+READ_HEADER = re.compile(r"^\[chunk (.+?)\](?= \(|$)", re.M)  # a chunk_read observation's "[chunk ID]" lines
+
+
+def chunks_read(record: dict[str, Any]) -> list[str]:
+    """The chunks a result record's trajectory read (the harness's reads included), sorted; the chunks it was shown
+    when it read none. A read names its chunks by id or by a search's hit label ("hit 1"), so the ids are taken
+    from what the read showed ("[chunk ID]" lines), else from its arguments."""
+    read: set[str] = set()
+    for step in record.get("trajectory") or []:
+        if step.get("tool") != "chunk_read":
+            continue
+        shown = READ_HEADER.findall(str(step.get("observation") or ""))
+        read.update(shown or (str(c) for c in (step.get("arguments") or {}).get("chunk_ids") or []))
+    return sorted(read) or sorted(str(c) for c in record.get("retrieved_chunks") or [])
 
 
 def mean_present(values: list[float | None]) -> float | None:
