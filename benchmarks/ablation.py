@@ -152,7 +152,9 @@ def main() -> int:
         help="the bundle's run directory (after the options: what follows it is the arag eval run command line)",
     )
     run.add_argument("--out", type=Path, required=True, help="where the ablation runs go")
-    run.add_argument("--policies", nargs="+", help="only these of the bundle's policies, in this order")
+    run.add_argument(
+        "--policies", nargs="+", help="only these of the bundle's policies, in this order (give it before --out)"
+    )
     run.add_argument(
         "--check", type=int, default=0, help="also run this many questions where the policy did not act (the premise)"
     )
