@@ -14,15 +14,13 @@ the same ``arag.verification.verify_answer`` the agent calls. Correct is Contain
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from arag.eval.metrics import KeyTerms
-from arag.eval.runner import DatasetChoice, index_for
+from arag.eval.runner import run_index
 from arag.eval.runs import chunks_read, load_runs
 from arag.eval.stats import wilson
-from arag.settings import load_settings
 from arag.verification import verify_answer
 
 
@@ -48,11 +46,7 @@ def main() -> None:
           "| precision (flagged → wrong) | recall (wrong → flagged) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for run in load_runs(args.runs, key_terms):
-        config = json.loads((Path(run["run_dir"]) / "config.json").read_text(encoding="utf-8"))
-        corpus_file = Path(config["corpus_file"])
-        corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
-        dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
-        index = index_for(dataset, load_settings(None, {"index": config["settings"]["index"]}).index)
+        index, _settings = run_index(Path(run["run_dir"]))
         cells = {(s, c): 0 for s in (True, False) for c in (True, False)}
         # the key terms score the runs of the dataset they were written for; Contain-Acc the others
         scored = any(r.get("key_terms_acc") is not None for r in run["records"])

@@ -29,21 +29,20 @@ from typing import Any
 from arag.agent.policies.same_name import SameName
 from arag.agent.profiles import resolve
 from arag.agent.prompts import REPEATED
-from arag.eval.runner import DatasetChoice, index_for
+from arag.eval.runner import run_index
 from arag.eval.runs import chunks_read, load_runs
 from arag.index import Index
-from arag.settings import load_settings
 from arag.tools.toolkit import Toolkit
 from arag.verification import verify_answer
 
 SEARCHES = ("keyword_search", "semantic_search")
 
 HIT_LINE = re.compile(r"^\[\d+\] chunk (.+?)(?: \[already read\])?$", re.M)
-REPLAYED: list[str] = []  # every search replayed
-REPLAY_DIFFERS: list[str] = []  # searches whose replay heads differently from the record (should be none)
 
 
-def same_name_acts(record: dict[str, Any], index: Index, settings: Any) -> bool:
+def same_name_acts(record: dict[str, Any], index: Index, settings: Any, replays: list[str]) -> bool:
+    """Whether same_name acts on one of the record's searches; ``replays`` gets one line per search replayed,
+    marked where its hits differ from the recorded ones (there should be none)."""
     policy = SameName(settings)
     toolkit = Toolkit(index, view=resolve(settings, local=True).view)  # the embedded default's result view
     for step in record.get("trajectory") or []:
@@ -51,9 +50,8 @@ def same_name_acts(record: dict[str, Any], index: Index, settings: Any) -> bool:
         if step.get("tool") not in SEARCHES or recorded.startswith(REPEATED):
             continue  # a repeated call is answered by the loop: no search result, nothing for after_result
         result = toolkit.call(step["tool"], step.get("arguments") or {})
-        REPLAYED.append(record["id"])
-        if result.hits != HIT_LINE.findall(recorded):
-            REPLAY_DIFFERS.append(f"{record['id']}: {step['tool']} {step.get('arguments')}")
+        differs = result.hits != HIT_LINE.findall(recorded)
+        replays.append(f"{'DIFFERS ' if differs else ''}{record['id']}: {step['tool']} {step.get('arguments')}")
         run = SimpleNamespace(toolkit=toolkit, question=record["question"], acted={})
         policy.after_result(run, result)  # type: ignore[arg-type]
         if run.acted:
@@ -75,18 +73,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="the ids file for arag eval run --ids-file")
     args = parser.parse_args()
     (run,) = load_runs([args.run])
-    config = json.loads((args.run / "config.json").read_text(encoding="utf-8"))
-    corpus_file = Path(config["corpus_file"])
-    corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
-    dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
-    settings = load_settings(None, {"index": config["settings"]["index"]})
-    index = index_for(dataset, settings.index)
+    index, settings = run_index(args.run)
+    replays: list[str] = []
     try:
         ids = [
             str(record["id"])
             for record in run["records"]
             if (
-                same_name_acts(record, index, settings.agent)
+                same_name_acts(record, index, settings.agent, replays)
                 if args.policy == "same_name"
                 else supported_answer_acts(record, index)
             )
@@ -94,10 +88,11 @@ def main() -> None:
     finally:
         index.close()
     args.out.write_text(json.dumps(ids), encoding="utf-8")
-    if REPLAYED:
-        print(f"{len(REPLAYED)} searches replayed, {len(REPLAY_DIFFERS)} with hits other than the record's")
-    for differs in REPLAY_DIFFERS:
-        print("replay differs from the record:", differs)
+    differing = [line for line in replays if line.startswith("DIFFERS")]
+    if replays:
+        print(f"{len(replays)} searches replayed, {len(differing)} with hits other than the record's")
+    for line in differing:
+        print(line)
     print(f"{args.policy} would act on {len(ids)} of {len(run['records'])} questions of {args.run}: {args.out}")
 
 

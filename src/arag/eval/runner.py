@@ -32,11 +32,22 @@ from arag.eval.metrics import (
 from arag.eval.runs import CONFIG, RESULTS, SUMMARY, mean_present, read_results, summarize
 from arag.index import Index
 from arag.models.endpoint import ChatModel
-from arag.settings import IndexSettings, Settings
+from arag.settings import IndexSettings, Settings, load_settings
 from arag.store import is_database_url
 
 if TYPE_CHECKING:
     from arag.corpus.build import StageProgress
+
+
+def run_index(run_dir: Path) -> tuple[Index, Settings]:
+    """The index a recorded run (``arag eval run``'s directory) used — its dataset's corpus with its index
+    settings — and those settings, so a script can check the run's records against what the run saw."""
+    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    corpus_file = Path(config["corpus_file"])
+    corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
+    dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
+    settings = load_settings(None, {"index": config["settings"]["index"]})
+    return index_for(dataset, settings.index), settings
 
 
 def index_for(

@@ -42,10 +42,10 @@ class ConfidentStop(Policy):
         run.tell(STATE_CONFIDENCE)
 
     def after_tool(self, run: RunState, call: ToolCall, result: ToolResult) -> None:
-        action = run.actions[-1] if run.actions else None
-        confidence = None if action is None else action.confidence
-        if action is not None and confidence is None:
-            confidence = stated_confidence(action.note)
+        confidence = None
+        if run.actions:  # the JSON field where the action has one, else what its text states
+            action = run.actions[-1]
+            confidence = action.confidence if action.confidence is not None else stated_confidence(action.note)
         threshold = self.settings.policy.confident_stop.threshold
         self.stop_next = confidence is not None and confidence >= threshold
 
