@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from arag.agent import Agent
-from arag.agent.actions import parse_text_action
-from arag.agent.policies.confident_stop import stated_confidence
+from arag.agent.actions import confidence_in_text, parse_text_action
 from arag.agent.prompts import STATE_CONFIDENCE
 from arag.index import Index
 from arag.models.endpoint import ChatModel
@@ -34,8 +33,8 @@ from test_eval import DATASETS, run_cli
         ("", None),
     ],
 )
-def test_stated_confidence(text: str, value: float | None) -> None:
-    assert stated_confidence(text) == value
+def test_confidence_in_text(text: str, value: float | None) -> None:
+    assert confidence_in_text(text) == value
 
 
 def _agent(index: Index, server: ScriptedServer, threshold: float) -> Agent:
@@ -81,7 +80,7 @@ def test_sweep_over_thresholds(tmp_path: Path, server: ScriptedServer) -> None:
     server.default = completion("confidence: 0.9 She died on 20 March 851.")
     sweep = run_cli(
         "eval", "sweep", "--dataset", str(DATASETS / "hippo-mini"), "--method", "arag-full",
-        "--out", str(tmp_path / "sweep"), "--max-steps", "3", "--confidence", "0.5,0.9",
+        "--out", str(tmp_path / "sweep"), "--max-steps", "3", "--confidence", "0.5,0.9", "--first", "2",
         server=server, cache=tmp_path / "cache",
     )  # fmt: skip
     assert sweep.returncode == 0, sweep.stderr
@@ -89,6 +88,22 @@ def test_sweep_over_thresholds(tmp_path: Path, server: ScriptedServer) -> None:
         config = json.loads((tmp_path / "sweep" / name / "config.json").read_text())
         agent = config["settings"]["agent"]
         assert "+confident_stop" in agent["policies"] and agent["policy"]["confident_stop"]["threshold"] == threshold
+        answered = (tmp_path / "sweep" / name / "results.jsonl").read_text().splitlines()
+        assert [json.loads(line)["id"] for line in answered] == ["q1", "q2"]  # --first 2 of the 3
+    # the questions where one threshold would act, re-run at it alone (ids as benchmarks/would_act.py writes them)
+    (tmp_path / "ids.json").write_text('["q3"]')
+    searched = completion("confidence: 0.9", [tool_call("keyword_search", {"keywords": ["Tours"]})])
+    server.replies = [searched]  # below the threshold of 1: the search goes on, its confidence is recorded
+    subset = run_cli(
+        "eval", "sweep", "--dataset", str(DATASETS / "hippo-mini"), "--method", "arag-full",
+        "--out", str(tmp_path / "subset"), "--max-steps", "3", "--confidence", "1", "--ids-file",
+        str(tmp_path / "ids.json"), server=server, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert subset.returncode == 0, subset.stderr
+    answered = (tmp_path / "subset" / "steps-3-confidence-1" / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in answered] == ["q3"]
+    steps = json.loads(answered[0])["trajectory"]
+    assert [(s["tool"], s["confidence"]) for s in steps if s["origin"] == "model"] == [("keyword_search", 0.9)]
     bad = run_cli("eval", "sweep", "--method", "arag-full", "--out", str(tmp_path / "x"), "--confidence", "2",
                   "--dataset", str(DATASETS / "hippo-mini"), server=server, cache=tmp_path / "cache")  # fmt: skip
     assert bad.returncode == 1 and "--confidence" in bad.stderr and "Traceback" not in bad.stderr
@@ -112,6 +127,7 @@ def test_a_json_action_states_its_confidence_in_a_field_the_grammar_enforces(
     result = agent.run("When did Ermengarde of Tours die?")
     assert result.stop_reason == "answered" and result.answer.startswith("20 March 851")
     assert [s.tool for s in result.trajectory] == ["keyword_search", "chunk_read"]
+    assert [s.confidence for s in result.trajectory] == [0.2, 0.9]  # recorded: where each threshold would stop
     assert result.policies_acted.get("confident_stop") == 1
     first, last = (
         r["response_format"]["json_schema"]["schema"]["anyOf"] for r in (server.requests[0], server.requests[2])

@@ -51,6 +51,10 @@ class Action:
     plan: list[str] = field(default_factory=list)
     confidence: float | None = None  # a JSON action's "confidence" field (0-1), where the spec asked for one
 
+    def stated_confidence(self) -> float | None:
+        """How sure the model said it is: the JSON field where the action has one, else what its text states."""
+        return self.confidence if self.confidence is not None else confidence_in_text(self.note)
+
 
 @dataclass
 class ActionSpec:
@@ -195,6 +199,19 @@ def parse_text_action(content: str, toolkit: Toolkit) -> Action:
     if truncated is not None:
         return Action([], truncated)
     return Action([], content.strip())
+
+
+_CONFIDENCE_TEXT = re.compile(r"confidence\s*[:=]?\s*(\d+(?:\.\d+)?)\s*(%?)", re.I)
+
+
+def confidence_in_text(text: str) -> float | None:
+    """The last ``confidence: 0.8`` (or ``80%``) in ``text``, as a fraction; None if it states none."""
+    found = _CONFIDENCE_TEXT.findall(text or "")
+    if not found:
+        return None
+    value, percent = found[-1]
+    number = float(value) / (100 if percent or float(value) > 1 else 1)
+    return number if 0 <= number <= 1 else None
 
 
 def _confidence(value: Any) -> float | None:

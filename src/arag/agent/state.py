@@ -35,6 +35,9 @@ class Step:
     # when ("in place of its repeated call")
     origin: Literal["model", "harness"] = "model"
     why: str = ""
+    # how sure the model said it was with this call (confident_stop asks): recorded so that a run shows where each
+    # threshold would have stopped it
+    confidence: float | None = None
 
 
 @dataclass
@@ -271,6 +274,7 @@ class RunState:
             self.actions[-1].note if self.actions else "",
             "harness" if harness else "model",
             harness,
+            None if harness or not self.actions else self.actions[-1].stated_confidence(),
         )
         self.trajectory.append(step)
         if self._on_step:

@@ -8,7 +8,7 @@ sentences); that is how ``arag-no-read`` is defined.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from arag.agent import Agent
@@ -139,19 +139,7 @@ class AgentMethod(Method):
             result.cost,
             result.seen_chunks,
             result.read_chunks,
-            [
-                {
-                    "tool": s.tool,
-                    "arguments": s.arguments,
-                    "observation": s.observation,
-                    "retrieved_tokens": s.retrieved_tokens,
-                    "latency_s": s.latency_s,
-                    "thought": s.thought,
-                    "origin": s.origin,
-                    "why": s.why,
-                }
-                for s in result.trajectory
-            ],
+            [asdict(step) for step in result.trajectory],  # every field a step records, its confidence too
             result.error,
             result.model_calls,
             result.answer_from,

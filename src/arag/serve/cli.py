@@ -1115,6 +1115,12 @@ QuestionTypeOpt = Annotated[
         help="Only questions of this type (GraphRAG-Bench: 'Fact Retrieval', 'Complex Reasoning'). [default: all]",
     ),
 ]
+FirstOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="Answer only the first N of the selected questions (a prefix of a sample). [default: all]"
+    ),
+]
 IdsFileOpt = Annotated[
     Path | None,
     typer.Option(
@@ -1158,12 +1164,7 @@ def eval_run(
     seed: Annotated[
         int | None, typer.Option(help="Sample --limit questions at random with this seed. [default: the first --limit]")
     ] = None,
-    first: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Answer only the first N of the selected questions (a prefix of a sample). [default: all]"
-        ),
-    ] = None,
+    first: FirstOpt = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
     max_steps: MaxStepsOpt = None,
     judge: Annotated[
@@ -1205,6 +1206,7 @@ def eval_sweep(
     questions_file: QuestionsFileOpt = None,
     question_type: QuestionTypeOpt = None,
     key_terms: KeyTermsOpt = None,
+    ids_file: IdsFileOpt = None,
     max_steps: Annotated[str, typer.Option("--max-steps", help="Comma-separated values.")] = "5,10,15,20",
     confidence: Annotated[
         str | None,
@@ -1216,6 +1218,7 @@ def eval_sweep(
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[int | None, typer.Option(help="Sample --limit questions with this seed. [default: none]")] = None,
+    first: FirstOpt = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Questions answered concurrently.")] = 1,
     judge: Annotated[bool, typer.Option("--judge", help="Also compute LLM-Acc.")] = False,
     judge_prompt_file: JudgePromptOpt = None,
@@ -1242,7 +1245,7 @@ def eval_sweep(
         raise ConfigError("--max-steps takes comma-separated integers, --confidence numbers from 0 to 1") from None
     if any(t is not None and not 0 <= t <= 1 for t in thresholds):
         raise ConfigError("--confidence thresholds are numbers from 0 to 1")
-    choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms)
+    choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file)
     summaries = []
     for steps in values:
         for threshold in thresholds:
@@ -1255,7 +1258,7 @@ def eval_sweep(
                 settings.agent.policy.confident_stop.threshold = threshold
                 name += f"-confidence-{threshold:g}"
             summaries.append(
-                _run_one(choice, method, out / name, settings, workers, limit, seed, local_model, judge, 5, None)
+                _run_one(choice, method, out / name, settings, workers, limit, seed, local_model, judge, 5, None, first)
             )
     _print_json(summaries)
 

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from arag.agent.actions import ActionSpec, ToolCall
 from arag.agent.policies.base import Policy, register
 from arag.agent.prompts import STATE_CONFIDENCE
 from arag.agent.state import RunState
 from arag.tools.toolkit import ToolResult
-
-_CONFIDENCE = re.compile(r"confidence\s*[:=]?\s*(\d+(?:\.\d+)?)\s*(%?)", re.I)
-
-
-def stated_confidence(text: str) -> float | None:
-    """The last ``confidence: 0.8`` (or ``80%``) in ``text``, as a fraction; None if it states none."""
-    found = _CONFIDENCE.findall(text or "")
-    if not found:
-        return None
-    value, percent = found[-1]
-    number = float(value) / (100 if percent or float(value) > 1 else 1)
-    return number if 0 <= number <= 1 else None
 
 
 @register
@@ -42,10 +28,7 @@ class ConfidentStop(Policy):
         run.tell(STATE_CONFIDENCE)
 
     def after_tool(self, run: RunState, call: ToolCall, result: ToolResult) -> None:
-        confidence = None
-        if run.actions:  # the JSON field where the action has one, else what its text states
-            action = run.actions[-1]
-            confidence = action.confidence if action.confidence is not None else stated_confidence(action.note)
+        confidence = run.actions[-1].stated_confidence() if run.actions else None
         threshold = self.settings.policy.confident_stop.threshold
         self.stop_next = confidence is not None and confidence >= threshold
 
