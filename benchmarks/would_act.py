@@ -15,6 +15,10 @@ Where it would act is decided by the policy's own code on what the recorded run 
   after every policy of the bundle and an answer none of them held ends the run — when the model gave it
   (``answered``, not a forced answer or one the loop gave): ``verify_answer`` against the chunks read, as the
   policy calls it.
+* ``confident_stop`` at another ``--threshold`` than the run's (a run with ``+confident_stop``: every model step
+  records the confidence it stated): a lower threshold changes the questions where an earlier step stated enough,
+  a higher one those the run's threshold stopped at a confidence below it. A run recorded before steps kept their
+  confidence gives the superset: every question for a lower threshold, every stopped one for a higher.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from arag.agent.policies.same_name import SameName
 from arag.agent.profiles import resolve
 from arag.agent.prompts import REPEATED
 from arag.eval.runner import run_index
-from arag.eval.runs import chunks_read, load_runs
+from arag.eval.runs import chunks_read, load_runs, threshold_changes
 from arag.index import Index
 from arag.tools.toolkit import Toolkit
 from arag.verification import verify_answer
@@ -69,10 +73,20 @@ def supported_answer_acts(record: dict[str, Any], index: Index) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path, help="the default's run directory (arag eval run)")
-    parser.add_argument("--policy", required=True, choices=["same_name", "supported_answer"])
+    parser.add_argument("--policy", required=True, choices=["same_name", "supported_answer", "confident_stop"])
+    parser.add_argument("--threshold", type=float, help="confident_stop: the threshold to run at instead")
     parser.add_argument("--out", type=Path, required=True, help="the ids file for arag eval run --ids-file")
     args = parser.parse_args()
     (run,) = load_runs([args.run])
+    if args.policy == "confident_stop":
+        config = json.loads((args.run / "config.json").read_text(encoding="utf-8"))["settings"]["agent"]
+        if "+confident_stop" not in config["policies"] or args.threshold is None:
+            parser.error("confident_stop: give --threshold, and a run made with --policy +confident_stop")
+        recorded = config["policy"]["confident_stop"]["threshold"]
+        ids = [str(r["id"]) for r in run["records"] if threshold_changes(r, recorded, args.threshold)]
+        args.out.write_text(json.dumps(ids), encoding="utf-8")
+        print(f"at {args.threshold:g} instead of {recorded:g}, {len(ids)} of {len(run['records'])} questions change")
+        return
     index, settings = run_index(args.run)
     replays: list[str] = []
     try:

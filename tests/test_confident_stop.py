@@ -11,6 +11,7 @@ import pytest
 from arag.agent import Agent
 from arag.agent.actions import confidence_in_text, parse_text_action
 from arag.agent.prompts import STATE_CONFIDENCE
+from arag.eval.runs import threshold_changes
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
@@ -151,3 +152,35 @@ def test_a_confidence_that_is_no_fraction_is_none(hippo_index: Index, value: obj
     reply = {"found": "x", "confidence": value, "action": "keyword_search", "arguments": {"keywords": ["Tours"]}}
     action = parse_text_action(json.dumps(reply), toolkit)
     assert action.confidence is None and action.calls[0].name == "keyword_search"
+
+
+def _record(stated: list[float | None], stopped: bool, recorded: bool = True) -> dict[str, object]:
+    steps = [{"tool": "keyword_search", "origin": "model", **({"confidence": c} if recorded else {})} for c in stated]
+    steps.insert(1, {"tool": "chunk_read", "origin": "harness", "confidence": None})  # the loop's read: no say
+    return {"trajectory": steps, "policies_acted": {"confident_stop": 1} if stopped else {}}
+
+
+@pytest.mark.parametrize(
+    ("stated", "stopped", "threshold", "changes"),
+    [
+        ([0.2, 0.9], True, 0.8, False),  # the same threshold: the same path
+        ([0.2, 0.9], True, 1.0, True),  # 0.9 no longer stops it
+        ([0.2, 1.0], True, 1.0, False),  # 1.0 stops it where 0.8 did
+        ([0.2, 0.9], True, 0.5, False),  # nothing earlier reaches 0.5: it stops where it stopped
+        ([0.6, 0.9], True, 0.5, True),  # the first call already states 0.6
+        ([0.6, 0.7, 0.3], False, 0.5, True),  # never 0.8, but 0.6 at once
+        ([0.2, None, 0.3], False, 0.5, False),  # never 0.5
+        ([0.2, 0.7], False, 1.0, False),  # never stopped, and a higher threshold stops no more
+        ([], False, 0.1, False),  # the model called no tool itself: no threshold can stop it
+    ],
+)
+def test_where_another_threshold_takes_another_path(
+    stated: list[float | None], stopped: bool, threshold: float, changes: bool
+) -> None:
+    assert threshold_changes(_record(stated, stopped), 0.8, threshold) is changes
+
+
+def test_a_run_without_recorded_confidences_gives_the_superset() -> None:
+    assert threshold_changes(_record([0.2, 0.9], True, recorded=False), 0.8, 1.0)
+    assert not threshold_changes(_record([0.2, 0.9], False, recorded=False), 0.8, 1.0)
+    assert threshold_changes(_record([0.2, 0.9], False, recorded=False), 0.8, 0.5)

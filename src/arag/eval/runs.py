@@ -129,3 +129,18 @@ def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[d
             summary["key_terms_acc"] = sum(scored) / len(scored) if scored else None
         runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
     return runs
+
+
+def threshold_changes(record: dict[str, Any], recorded: float, threshold: float) -> bool:
+    """Whether confident_stop at ``threshold`` would take another path than the record's, made at ``recorded``:
+    it stops after the first of the model's tool calls that states ``threshold`` or more."""
+    stated = [
+        step.get("confidence", "unrecorded") for step in record.get("trajectory") or [] if step.get("origin", "model") == "model"
+    ]
+    stopped = bool((record.get("policies_acted") or {}).get("confident_stop"))
+    if "unrecorded" in stated:  # a run older than the field
+        return stopped if threshold > recorded else True
+    first = next((i for i, c in enumerate(stated) if c is not None and c >= threshold), None)
+    if threshold > recorded:  # it stops only where the record stopped, and only if the model stated enough there
+        return stopped and first != len(stated) - 1
+    return first is not None and not (stopped and first == len(stated) - 1)
