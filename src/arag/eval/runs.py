@@ -135,7 +135,9 @@ def threshold_changes(record: dict[str, Any], recorded: float, threshold: float)
     """Whether confident_stop at ``threshold`` would take another path than the record's, made at ``recorded``:
     it stops after the first of the model's tool calls that states ``threshold`` or more."""
     stated = [
-        step.get("confidence", "unrecorded") for step in record.get("trajectory") or [] if step.get("origin", "model") == "model"
+        step.get("confidence", "unrecorded")
+        for step in record.get("trajectory") or []
+        if step.get("origin", "model") == "model"
     ]
     stopped = bool((record.get("policies_acted") or {}).get("confident_stop"))
     if "unrecorded" in stated:  # a run older than the field
