@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.eval.metrics import KeyTerms
-from arag.eval.runs import load_runs
+from arag.eval.runs import completed, load_runs
 from arag.eval.stats import accuracy, paired_difference
 
 
@@ -89,14 +89,6 @@ def run_ablation(
             questions, same = same_runs(reference, out / f"check-{name}")
             print(f"{policy}: {same} of {questions} questions where it did not act ran the same without it")
     return 0
-
-
-def completed(run: dict[str, Any], reference: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The run's records, and the reference's for the questions it did not answer (those on which the removed
-    policy never acted); with how many the run answered itself."""
-    own = {str(r["id"]): r for r in run["records"]}
-    records = [own.get(str(r["id"]), r) for r in reference["records"]]
-    return records, len(own)
 
 
 def row(name: str, dataset: str, records: list[dict[str, Any]], ran: int, base: dict[str, Any] | None) -> str:

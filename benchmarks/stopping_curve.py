@@ -22,26 +22,26 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from arag.eval.runs import load_runs
+from arag.eval.report import model_calls_of, processed_tokens
+from arag.eval.runs import completed, confident_stop_threshold, load_runs
 from arag.eval.stats import accuracy, paired_difference
 
 
 def label(run_dir: Path) -> tuple[str, float]:
     """The run's point on the curve, and a sort key (a threshold; the step limit where the policy is off)."""
-    agent = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["settings"]["agent"]
-    if "+confident_stop" in agent["policies"]:
-        threshold = float(agent["policy"]["confident_stop"]["threshold"])
-        return f"confidence ≥ {threshold:g}, max {agent['max_steps']} steps", threshold
-    return f"off, max {agent['max_steps']} steps", -float(agent["max_steps"])
+    max_steps = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["settings"]["agent"]["max_steps"]
+    threshold = confident_stop_threshold(run_dir)
+    if threshold is None:
+        return f"off, max {max_steps} steps", -float(max_steps)
+    return f"confidence ≥ {threshold:g}, max {max_steps} steps", threshold
 
 
 def work(records: list[dict[str, Any]]) -> tuple[float, float, float]:
     """Model calls, processed prompt tokens (not served from the cache) and generated tokens per question."""
-    calls = [call for record in records for call in record.get("model_calls") or []]
-    processed = sum(c.get("prompt_tokens", 0) - (c.get("cached_tokens") or 0) for c in calls)
-    generated = sum(c.get("completion_tokens", 0) for c in calls)
+    calls = model_calls_of(records)
+    generated = sum(c.get("completion_tokens") or 0 for c in calls)
     n = max(1, len(records))
-    return len(calls) / n, processed / n, generated / n
+    return len(calls) / n, sum(processed_tokens(c) for c in calls) / n, generated / n
 
 
 def main() -> int:
@@ -54,19 +54,16 @@ def main() -> int:
     reference, *runs = load_runs([args.reference, *args.runs])
     base = load_runs([args.complete_from])[0] if args.complete_from else None
     key = "key_terms_acc" if any(r.get("key_terms_acc") is not None for r in reference["records"]) else "contain_acc"
-    ids = [str(r["id"]) for r in reference["records"]]
     head = ["point", "questions run", "accuracy % [95 %]", "− reference (paired)", "own answers", "at the step limit"]
     head += ["model calls", "processed / generated tokens", "p50 s"]
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     points = []
     for run_dir, run in [(args.reference, reference), *zip(args.runs, runs, strict=True)]:
-        own = {str(r["id"]): r for r in run["records"]}
-        if len(own) < len(ids):
+        records, ran = run["records"], len(run["records"])
+        if ran < len(reference["records"]):
             if base is None:
-                parser.error(f"{run_dir} answered {len(own)} of {len(ids)} questions: give --complete-from")
-            filled = {str(r["id"]): r for r in base["records"]}
-            own = {i: own.get(i, filled.get(i)) for i in ids if i in own or i in filled}
-        records = [own[i] for i in ids if i in own]
+                parser.error(f"{run_dir} answered {ran} of {len(reference['records'])} questions: give --complete-from")
+            records, ran = completed(run, base)
         name, order = label(run_dir)
         estimate = accuracy([r.get(key) for r in records])
         paired = paired_difference(
@@ -82,7 +79,7 @@ def main() -> int:
             diff = f"{100 * paired.value:+.1f} [{100 * paired.low:+.1f}, {100 * paired.high:+.1f}]"
         cells = [
             name,
-            f"{len(run['records'])} / {len(records)}",
+            f"{ran} / {len(records)}",
             estimate.percent(),
             diff,
             f"{100 * answered / n:.0f} %",

@@ -34,7 +34,7 @@ from arag.agent.policies.same_name import SameName
 from arag.agent.profiles import resolve
 from arag.agent.prompts import REPEATED
 from arag.eval.runner import run_index
-from arag.eval.runs import chunks_read, load_runs, threshold_changes
+from arag.eval.runs import chunks_read, confident_stop_threshold, load_runs, threshold_changes
 from arag.index import Index
 from arag.tools.toolkit import Toolkit
 from arag.verification import verify_answer
@@ -79,10 +79,9 @@ def main() -> None:
     args = parser.parse_args()
     (run,) = load_runs([args.run])
     if args.policy == "confident_stop":
-        config = json.loads((args.run / "config.json").read_text(encoding="utf-8"))["settings"]["agent"]
-        if "+confident_stop" not in config["policies"] or args.threshold is None:
+        recorded = confident_stop_threshold(args.run)
+        if recorded is None or args.threshold is None:
             parser.error("confident_stop: give --threshold, and a run made with --policy +confident_stop")
-        recorded = config["policy"]["confident_stop"]["threshold"]
         ids = [str(r["id"]) for r in run["records"] if threshold_changes(r, recorded, args.threshold)]
         args.out.write_text(json.dumps(ids), encoding="utf-8")
         print(f"at {args.threshold:g} instead of {recorded:g}, {len(ids)} of {len(run['records'])} questions change")

@@ -11,7 +11,7 @@ import pytest
 from arag.agent import Agent
 from arag.agent.actions import confidence_in_text, parse_text_action
 from arag.agent.prompts import STATE_CONFIDENCE
-from arag.eval.runs import threshold_changes
+from arag.eval.runs import completed, confident_stop_threshold, threshold_changes
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
@@ -184,3 +184,14 @@ def test_a_run_without_recorded_confidences_gives_the_superset() -> None:
     assert threshold_changes(_record([0.2, 0.9], True, recorded=False), 0.8, 1.0)
     assert not threshold_changes(_record([0.2, 0.9], False, recorded=False), 0.8, 1.0)
     assert threshold_changes(_record([0.2, 0.9], False, recorded=False), 0.8, 0.5)
+
+
+def test_a_subset_run_is_completed_by_the_run_its_questions_came_from(tmp_path: Path) -> None:
+    base = {"records": [{"id": "q1", "contain_acc": 1.0}, {"id": "q2", "contain_acc": 0.0}]}
+    rerun = {"records": [{"id": "q2", "contain_acc": 1.0}]}
+    records, ran = completed(rerun, base)
+    assert ran == 1 and [(r["id"], r["contain_acc"]) for r in records] == [("q1", 1.0), ("q2", 1.0)]
+    for policies, threshold in ((["+confident_stop"], 0.8), ([], None)):
+        agent = {"policies": policies, "policy": {"confident_stop": {"threshold": 0.8}}}
+        (tmp_path / "config.json").write_text(json.dumps({"settings": {"agent": agent}}))
+        assert confident_stop_threshold(tmp_path) == threshold

@@ -146,3 +146,16 @@ def threshold_changes(record: dict[str, Any], recorded: float, threshold: float)
     if threshold > recorded:  # it stops only where the record stopped, and only if the model stated enough there
         return stopped and first != len(stated) - 1
     return first is not None and not (stopped and first == len(stated) - 1)
+
+
+def completed(run: dict[str, Any], base: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """A run of some of ``base``'s questions, completed by ``base``'s records of the others (at temperature 0 what
+    the run would have recorded there), in ``base``'s order; with how many questions the run answered itself."""
+    own = {str(r["id"]): r for r in run["records"]}
+    return [own.get(str(r["id"]), r) for r in base["records"]], len(own)
+
+
+def confident_stop_threshold(run_dir: Path) -> float | None:
+    """The confident_stop threshold a run was made at; None where the policy was off."""
+    agent = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))["settings"]["agent"]
+    return float(agent["policy"]["confident_stop"]["threshold"]) if "+confident_stop" in agent["policies"] else None
