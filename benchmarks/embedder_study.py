@@ -1,7 +1,10 @@
 """The embedder study: recall of gold passages per embedder on the dev sets (no LLM), one table.
 
     python benchmarks/embedder_study.py --dataset ../shared/datasets/2wikimultihopqa --corpus corpus \\
-        --embedder minilm --embedder minilm-f32 [--embedder st:Qwen/Qwen3-Embedding-0.6B] -k 5
+        --embedder minilm --embedder minilm-f32 --embedder wordllama [--embedder st:Qwen/Qwen3-Embedding-0.6B] -k 5
+    # an OpenAI-compatible /embeddings endpoint, e.g. `arag serve` over any index built with the embedder to serve:
+    ARAG_EMBED_BASE_URL=http://127.0.0.1:8765/api/v1 python benchmarks/embedder_study.py ... \
+        --embedder openai:sentence-transformers/all-MiniLM-L6-v2
 
 Each embedder gets its own cached evaluation index (built on first use, as ``arag eval retrieval`` builds it);
 the semantic-search recall@k is the embedder's own figure, the keyword row (the same for all) is the baseline

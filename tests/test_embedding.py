@@ -95,3 +95,73 @@ def test_built_encoder_is_cached_verified_and_rebuilt_when_damaged(
 
     monkeypatch.setenv("ARAG_CACHE_DIR", "/proc/no-such-dir")  # unwritable: still works, built in memory
     assert np.allclose(load_embedder("minilm", threads=1).embed_query("Where was Ludwig II born?"), first)
+
+
+def test_wordllama_static_embedder_is_wordllamas_own_inference() -> None:
+    """The same vectors as the wordllama package's own code, from the table and tokenizer it ships."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+        from wordllama.inference import WordLlamaInference  # configures the root logger on import
+    finally:
+        root.handlers[:], root.level = handlers, level
+    from arag.embedding import embedders
+
+    embedder = load_embedder("wordllama")
+    assert embedder.dims == 256 and embedder.fingerprint.endswith(embedders.WORDLLAMA_TABLE.sha256)
+    table = embedders._package_file("wordllama", "weights", "l2_supercat_256.safetensors")
+    tokenizer = embedders._package_file("wordllama", "tokenizers", "l2_supercat_tokenizer_config.json")
+    assert table is not None and tokenizer is not None
+    reference = WordLlamaInference(load_file(str(table))["embedding.weight"], Tokenizer.from_file(str(tokenizer)))
+    texts = [
+        "Lothair II was the king of Lotharingia from 855 until his death.",
+        "Who directed the film Titanic?",
+        "naïve café — 東京 ✓",
+        "x" * 3000,  # longer than any transformer's window: no truncation
+    ]
+    ours = embedder.embed_documents(texts)
+    assert np.allclose(ours, reference.embed(texts, norm=True), atol=1e-6)
+    assert np.allclose(embedder.embed_query(texts[1]), ours[1], atol=1e-6)  # batch-independent
+    empty = embedder.embed_documents([""])
+    assert not np.isnan(empty).any() and not empty.any()  # WordLlama divides 0 by 0 here; we return zeros
+    related, unrelated = embedder.embed_documents(
+        ["James Cameron directed Titanic in 1997.", "The heart pumps blood through the body."]
+    )
+    assert float(ours[1] @ related) > float(ours[1] @ unrelated) + 0.2
+
+
+def test_wordllama_weights_are_checked_and_missing_ones_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arag.embedding import embedders
+
+    real = embedders._package_file
+
+    def damaged(module: str, *parts: str) -> Path | None:
+        path = real(module, *parts)
+        if module != "wordllama" or path is None or not parts[-1].endswith(".safetensors"):
+            return path
+        copy = tmp_path / parts[-1]
+        data = bytearray(path.read_bytes())
+        data[-1] ^= 1
+        copy.write_bytes(bytes(data))
+        return copy
+
+    monkeypatch.setattr(embedders, "_package_file", damaged)
+    with pytest.raises(EmbedderError, match="does not match the pinned size/sha256"):
+        load_embedder("wordllama")
+    monkeypatch.setattr(embedders, "_package_file", lambda module, *parts: None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EmbedderError, match=r"pip install 'a-rag\[wordllama\]'"):
+        load_embedder("wordllama")
+
+
+def test_index_built_and_searched_with_the_static_embedder(tmp_path: Path) -> None:
+    build_index([FIXTURES / "guide.md"], tmp_path / "idx", IndexSettings(embedder="wordllama", threads=1))
+    index = Index.open(tmp_path / "idx")
+    assert index.manifest.embedder["dims"] == 256 and "word-llama" in index.manifest.embedder["fingerprint"]
+    assert index.semantic_search("Lothair", 1)[0].chunk_id == "guide.md#0"

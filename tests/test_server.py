@@ -21,7 +21,7 @@ from arag.corpus.build import build_index
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.serve.http import create_app
-from arag.settings import AgentSettings, LLMSettings, ServerSettings, Settings
+from arag.settings import AgentSettings, IndexSettings, LLMSettings, ServerSettings, Settings
 from arag.store import FORMAT_VERSION
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from scripted_server import Hang, ScriptedServer, completion, tool_call
@@ -294,15 +294,68 @@ def test_mcp_over_http_has_a_tracker_per_session(live: LiveServer) -> None:
 
 @settings(max_examples=150 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    path=st.sampled_from(["/api/search/keyword", "/api/search/semantic", "/api/read"])
+    path=st.sampled_from(["/api/search/keyword", "/api/search/semantic", "/api/read", "/api/v1/embeddings"])
     | st.sampled_from(["/api/tools/keyword_search", "/api/tools/chunk_read"]),
     body=json_values | st.fixed_dictionaries({}, optional={"keywords": json_values, "query": json_values,
-                                                           "chunk_ids": json_values, "top_k": json_values}),
+                                                           "chunk_ids": json_values, "top_k": json_values,
+                                                           "input": json_values, "model": st.just("fake") | json_values,
+                                                           "encoding_format": json_values}),
 )  # fmt: skip
 def test_fuzzed_bodies_never_break_the_server(live: LiveServer, path: str, body: object) -> None:
     response = httpx.post(live.url + path, content=json.dumps(body).encode(), timeout=60)
-    assert response.status_code in (200, 413, 422), (path, body, response.text[:300])
+    allowed = (200, 404, 413, 422) if path.endswith("embeddings") else (200, 413, 422)  # 404: a model not served
+    assert response.status_code in allowed, (path, body, response.text[:300])
     response.json()  # always a JSON reply
+
+
+def test_openai_compatible_embeddings_with_the_index_embedder(
+    index: Index, llm: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client of the endpoint (a-rag's own ``openai:`` embedder, on the openai SDK) gets the vectors the index
+    was built with, as floats or base64; what the endpoint cannot serve is refused with a reason."""
+    import base64
+
+    import numpy as np
+
+    from arag.embedding.embedders import load_embedder
+
+    server = serve(index, llm, token=TOKEN)
+    try:
+        texts = ["Who was Lothair II's mother?", "Waldrada", "naïve café ✓"]
+        expected = index.embedder.embed_documents(texts)
+        monkeypatch.setenv("ARAG_EMBED_BASE_URL", server.url + "/api/v1")
+        monkeypatch.setenv("ARAG_EMBED_API_KEY", TOKEN)
+        client_embedder = load_embedder("openai:fake")
+        assert client_embedder.dims == expected.shape[1]
+        assert np.allclose(client_embedder.embed_documents(texts), expected, atol=1e-6)
+        build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "remote", IndexSettings(embedder="openai:fake", threads=1))
+        remote = Index.open(tmp_path / "remote", threads=1)
+        ours = [h.chunk_id for h in index.semantic_search("Lothair mother", 5)]
+        assert [h.chunk_id for h in remote.semantic_search("Lothair mother", 5)] == ours
+
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=server.url, headers=auth, timeout=60) as client:
+            assert client.get("/api/v1/models").json()["data"][0]["id"] == "fake"
+            packed = client.post(
+                "/api/indexes/default/v1/embeddings",
+                json={"model": "fake", "input": texts[0], "encoding_format": "base64"},
+            ).json()
+            vector = np.frombuffer(base64.b64decode(packed["data"][0]["embedding"]), dtype="<f4")
+            assert np.allclose(vector, expected[0], atol=1e-6) and packed["model"] == "fake"
+            refusals = {
+                "a model not served": ({"model": "text-embedding-3-small", "input": "x"}, 404, "embedder is 'fake'"),
+                "token ids": ({"model": "fake", "input": [1, 2, 3]}, 422, ""),
+                "an empty text": ({"model": "fake", "input": ["ok", ""]}, 422, "non-empty"),
+                "no text": ({"model": "fake", "input": []}, 422, "between 1 and 2048"),
+                "too many": ({"model": "fake", "input": ["x"] * 2049}, 422, "between 1 and 2048"),
+                "shorter vectors": ({"model": "fake", "input": "x", "dimensions": 8}, 422, "does not shorten"),
+            }
+            for what, (body, status, reason) in refusals.items():
+                response = client.post("/api/v1/embeddings", json=body)
+                assert response.status_code == status and reason in response.text, what
+        assert httpx.post(server.url + "/api/v1/embeddings", json={"model": "fake", "input": "x"}).status_code == 401
+    finally:
+        server.close()
 
 
 # ------------------------------------------------------------------ conversations and scope over HTTP

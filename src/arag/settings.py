@@ -40,9 +40,9 @@ class IndexSettings(BaseModel):
         DEFAULT_EMBEDDER,
         description=(
             "Embedding model: 'sentence-transformers/all-MiniLM-L6-v2' (ONNX int8, no torch; 'minilm-f32': its float32 "
-            "arithmetic), 'st:NAME_OR_PATH' "
-            "(any sentence-transformers model, extra 'st'), 'openai:MODEL' (an OpenAI-compatible /embeddings "
-            "endpoint), or 'fake' (hashing embedder for tests)."
+            "arithmetic), 'wordllama' (static WordLlama token vectors: fast, weaker; extra 'wordllama'), "
+            "'st:NAME_OR_PATH' (any sentence-transformers model, extra 'st'), "
+            "'openai:MODEL' (an OpenAI-compatible /embeddings endpoint), or 'fake' (hashing embedder for tests)."
         ),
     )
     vector_dtype: Literal["f32", "f16", "i8"] = Field(

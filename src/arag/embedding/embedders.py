@@ -323,6 +323,91 @@ def _minilm(threads: int, batch_size: int, int8: bool = True) -> OnnxSentenceEmb
     )
 
 
+WORDLLAMA_REPO = "dleemiller/word-llama-l2-supercat"
+# WordLlama's 256-dimension token table and its Llama-2 tokenizer: on PyPI inside the package wordllama, and on
+# the hub; nothing else is loaded.
+WORDLLAMA_TABLE = PinnedWeights(
+    f"hf:{WORDLLAMA_REPO}",
+    "l2_supercat_256.safetensors",
+    "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5",
+    16_384_096,
+)
+WORDLLAMA_TOKENIZER = PinnedWeights(
+    f"hf:{WORDLLAMA_REPO}",
+    "l2_supercat_tokenizer_config.json",
+    "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
+    1_842_796,
+)
+
+
+class StaticEmbedder:
+    """Static embeddings: a text's vector is the mean of its tokens' rows in a table (WordLlama's recipe: no
+    special tokens, no truncation), L2-normalised. No network runs, so it embeds a corpus hundreds of times
+    faster than a transformer, and ranks worse (it ignores word order and context)."""
+
+    def __init__(self, table: np.ndarray, tokenizer_path: Path, name: str, weights_sha256: str) -> None:
+        from tokenizers import Tokenizer
+
+        self.name = name
+        self.dims = int(table.shape[1])
+        self._table = np.ascontiguousarray(table, dtype=np.float32)
+        self._weights_sha256 = weights_sha256
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}@sha256:{self._weights_sha256}"
+
+    def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        batch = 1024
+        for begin in range(0, len(texts), batch):
+            encodings = self._tokenizer.encode_batch(list(texts[begin : begin + batch]), add_special_tokens=False)
+            for row, encoding in enumerate(encodings, start=begin):
+                if encoding.ids:
+                    ids = np.clip(np.asarray(encoding.ids, dtype=np.int64), 0, len(self._table) - 1)
+                    out[row] = self._table[ids].mean(axis=0)
+            if progress:
+                progress(len(encodings))
+        return _normalize(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def _wordllama_file(weights: PinnedWeights, packaged: Path | None) -> Path:
+    """``weights`` from the installed wordllama package, else from the hub (unless HF_HUB_OFFLINE=1); sha256
+    checked either way."""
+    if packaged is not None and packaged.is_file():
+        return _verified(packaged, weights)
+    if os.environ.get("HF_HUB_OFFLINE") != "1":
+        try:
+            from huggingface_hub import hf_hub_download
+
+            return _verified(Path(hf_hub_download(WORDLLAMA_REPO, weights.filename)), weights)
+        except EmbedderError:
+            raise
+        except Exception:
+            pass
+    raise EmbedderError(
+        f"WordLlama's {weights.filename} not found: pip install 'a-rag[wordllama]' (the package carries it) "
+        "or make the Hugging Face hub reachable"
+    )
+
+
+def _wordllama() -> StaticEmbedder:
+    from safetensors.numpy import load_file
+
+    table_path = _wordllama_file(WORDLLAMA_TABLE, _package_file("wordllama", "weights", WORDLLAMA_TABLE.filename))
+    tokenizer_path = _wordllama_file(
+        WORDLLAMA_TOKENIZER, _package_file("wordllama", "tokenizers", WORDLLAMA_TOKENIZER.filename)
+    )
+    table = load_file(str(table_path))["embedding.weight"]
+    return StaticEmbedder(table, tokenizer_path, f"{WORDLLAMA_REPO}@256", WORDLLAMA_TABLE.sha256)
+
+
 class SentenceTransformersEmbedder:
     """Any sentence-transformers model by name or path (extra ``st``), with query/passage prompts."""
 
@@ -414,6 +499,8 @@ def load_embedder(spec: str, threads: int = 2, batch_size: int = 64) -> Embedder
         return _minilm(threads, batch_size)
     if spec in (MINILM_REPO + "@f32", "minilm-f32"):
         return _minilm(threads, batch_size, int8=False)
+    if spec in (WORDLLAMA_REPO, "wordllama"):
+        return _wordllama()
     if spec.startswith("onnx:"):
         folder = Path(spec[5:])
         return OnnxSentenceEmbedder(folder / "model.onnx", folder / "tokenizer.json", spec, threads, 256, batch_size)
@@ -428,6 +515,6 @@ def load_embedder(spec: str, threads: int = 2, batch_size: int = 64) -> Embedder
             os.environ.get("ARAG_EMBED_API_KEY") or os.environ.get("ARAG_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         )
     raise EmbedderError(
-        f"unknown embedder {spec!r}: use '{MINILM_REPO}' (or 'minilm-f32'), 'onnx:DIR', 'st:NAME', 'openai:MODEL' "
-        "or 'fake'"
+        f"unknown embedder {spec!r}: use '{MINILM_REPO}' (or 'minilm-f32'), 'wordllama', 'onnx:DIR', 'st:NAME', "
+        "'openai:MODEL' or 'fake'"
     )

@@ -7,7 +7,7 @@ Bearer``, ``?token=`` or the page's cookie); its hash is compared with every sto
 Scopes, each including the one before:
 
 =======  ===========================================================================================
-read     the index's manifest, keyword/semantic search, chunk reads, tool calls, export, MCP
+read     the index's manifest, keyword/semantic search, chunk reads, tool calls, export, MCP, embeddings
 ask      questions (``/ask``, ``/ask/stream``) and conversations
 admin    every index, whatever the token lists, and the evaluation runs (``/api/runs``, ``/api/compare``)
 =======  ===========================================================================================

@@ -11,6 +11,7 @@ renders every corpus and model text as text; no endpoint reads a file outside th
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dt
 import json
@@ -23,9 +24,10 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
+import numpy as np
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
@@ -71,6 +73,33 @@ class ReadQuery(BaseModel):
     where: str | None = _WHERE
     claim: str | None = Field(None, max_length=MAX_QUERY_CHARS, description="Name each chunk's sentence that best "
                               "supports this text.")  # fmt: skip
+
+
+MAX_EMBEDDING_INPUTS = 2048  # OpenAI's own bound per request
+MAX_EMBEDDING_CHARS = 20_000  # per input; the embedders truncate long texts anyway
+
+
+class EmbeddingsQuery(BaseModel):
+    """OpenAI's embeddings request, for text inputs (token-id inputs are refused)."""
+
+    input: str | list[str] = Field(
+        description=f"A text or a list of at most {MAX_EMBEDDING_INPUTS} texts, none empty, each at most "
+        f"{MAX_EMBEDDING_CHARS} characters."
+    )
+    model: str = Field(min_length=1, max_length=256, description="The index's embedder (GET …/v1/models names it).")
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(None, ge=1, description="Only the embedder's own dimension is accepted.")
+    user: str | None = Field(None, max_length=256)
+
+    def texts(self) -> list[str]:
+        texts = [self.input] if isinstance(self.input, str) else self.input
+        if not 1 <= len(texts) <= MAX_EMBEDDING_INPUTS:
+            raise HTTPException(422, f"input: between 1 and {MAX_EMBEDDING_INPUTS} texts")
+        if any(not text or len(text) > MAX_EMBEDDING_CHARS for text in texts):
+            raise HTTPException(
+                422, f"input: every text must be non-empty and at most {MAX_EMBEDDING_CHARS} characters"
+            )
+        return texts
 
 
 class AskQuery(BaseModel):
@@ -378,6 +407,44 @@ def create_app(
                 raise HTTPException(404, f"no chunk {chunk_id!r}")
             source = await bounded(locate, index, found[0], claim)
             return {**_chunk_dict(index, found[0]), "source": source.to_dict()}
+
+        def served_model() -> dict[str, Any]:
+            return {"id": index.manifest.embedder["name"], "object": "model", "owned_by": "a-rag",
+                    "created": 0, "fingerprint": index.manifest.embedder.get("fingerprint")}  # fmt: skip
+
+        @router.get("/v1/models")
+        async def models() -> dict[str, Any]:
+            """OpenAI-compatible: the one model served here, the embedder that built this index."""
+            return {"object": "list", "data": [served_model()]}
+
+        @router.post("/v1/embeddings")
+        async def embeddings(body: EmbeddingsQuery) -> dict[str, Any]:
+            """OpenAI-compatible embeddings with the embedder that built this index (so a client embeds exactly as
+            the index did: ``openai:MODEL`` with this URL up to ``/v1`` as its base URL). L2-normalised vectors, as
+            floats or as base64 of little-endian float32; ``usage`` is not counted (0)."""
+            texts = body.texts()
+            served = served_model()
+            if body.model not in (served["id"], served["fingerprint"]):
+                raise HTTPException(
+                    404, f"model {body.model[:256]!r} is not served here: this index's embedder is {served['id']!r}"
+                )
+            dims = int(index.manifest.embedder["dims"])
+            if body.dimensions is not None and body.dimensions != dims:
+                raise HTTPException(422, f"dimensions: this embedder gives {dims}, and does not shorten its vectors")
+            vectors = await bounded(lambda: index.embedder.embed_documents(texts))
+            rows = np.asarray(vectors, dtype="<f4")
+            data = [
+                {"object": "embedding", "index": i,
+                 "embedding": base64.b64encode(row.tobytes()).decode() if body.encoding_format == "base64"
+                 else row.tolist()}
+                for i, row in enumerate(rows)
+            ]  # fmt: skip
+            return {
+                "object": "list",
+                "data": data,
+                "model": served["id"],
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            }
 
         @router.get("/export")
         async def export() -> StreamingResponse:
