@@ -421,7 +421,8 @@ def create_app(
         async def embeddings(body: EmbeddingsQuery) -> dict[str, Any]:
             """OpenAI-compatible embeddings with the embedder that built this index (so a client embeds exactly as
             the index did: ``openai:MODEL`` with this URL up to ``/v1`` as its base URL). L2-normalised vectors, as
-            floats or as base64 of little-endian float32; ``usage`` is not counted (0)."""
+            floats or as base64 of little-endian float32; ``usage`` is not counted (0). Every text is embedded as a
+            document: an asymmetric model's query prompt (e5, Qwen3-Embedding) is not applied."""
             texts = body.texts()
             served = served_model()
             if body.model not in (served["id"], served["fingerprint"]):
