@@ -134,9 +134,7 @@ def test_wordllama_static_embedder_is_wordllamas_own_inference() -> None:
     assert float(ours[1] @ related) > float(ours[1] @ unrelated) + 0.2
 
 
-def test_wordllama_weights_are_checked_and_missing_ones_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_wordllama_weights_are_checked_and_missing_ones_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from arag.embedding import embedders
 
     real = embedders._package_file

@@ -247,6 +247,16 @@ def test_resuming_under_other_settings_is_refused_naming_what_differs(tmp_path: 
     assert len((out / "results.jsonl").read_text().splitlines()) == 1  # the run's answers are left as they were
 
 
+def test_eval_run_embedder_option_is_recorded_and_part_of_the_run(tmp_path: Path, server: ScriptedServer) -> None:
+    server.default = completion("She died on 20 March 851.")
+    out = tmp_path / "run"
+    first = run_eval("arag-full", out, "--limit", "1", "--embedder", "fake:16", server=server, cache=tmp_path / "cache")
+    assert first.returncode == 0, first.stderr
+    assert json.loads((out / "config.json").read_text())["settings"]["index"]["embedder"] == "fake:16"
+    other = run_eval("arag-full", out, "--limit", "1", server=server, cache=tmp_path / "cache")  # env: fake
+    assert other.returncode == 1 and 'settings.index.embedder: "fake:16" → "fake"' in other.stderr
+
+
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
@@ -320,6 +330,21 @@ def test_retrieval_metrics(tmp_path: Path, server: ScriptedServer) -> None:
     metrics = json.loads(proc.stdout)
     assert metrics["format"] == "arag" and metrics["questions_with_gold_in_corpus"] == 3
     assert 0.0 <= metrics["recall@5_semantic"] <= 1.0 and metrics["recall@5_keyword_entities"] == 1.0
+    assert metrics["embedder"] == "fake"
+
+    several = run_cli(
+        "eval", "retrieval", "--dataset", str(DATASETS / "arag-mini"), "--embedder", "fake:16", "--embedder", "fake",
+        server=server, cache=tmp_path / "c",
+    )  # fmt: skip
+    assert several.returncode == 0, several.stderr
+    rows = json.loads(several.stdout)
+    assert [row["embedder"] for row in rows] == ["fake:16", "fake"]
+    assert rows[1] == metrics  # the same embedder gives the same figures (its cached index)
+    refused = run_cli(
+        "eval", "retrieval", "--dataset", str(DATASETS / "arag-mini"), "--embedder", "fake:16", "--embedder", "fake",
+        "--index", str(tmp_path / "one"), server=server, cache=tmp_path / "c",
+    )  # fmt: skip
+    assert refused.returncode == 1 and "holds one embedder's index" in refused.stderr
 
 
 def test_hub_dataset_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

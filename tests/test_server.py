@@ -328,7 +328,9 @@ def test_openai_compatible_embeddings_with_the_index_embedder(
         client_embedder = load_embedder("openai:fake")
         assert client_embedder.dims == expected.shape[1]
         assert np.allclose(client_embedder.embed_documents(texts), expected, atol=1e-6)
-        build_index([FIXTURES / "hipporag_corpus.json"], tmp_path / "remote", IndexSettings(embedder="openai:fake", threads=1))
+        build_index(
+            [FIXTURES / "hipporag_corpus.json"], tmp_path / "remote", IndexSettings(embedder="openai:fake", threads=1)
+        )
         remote = Index.open(tmp_path / "remote", threads=1)
         ours = [h.chunk_id for h in index.semantic_search("Lothair mother", 5)]
         assert [h.chunk_id for h in remote.semantic_search("Lothair mother", 5)] == ours

@@ -983,10 +983,12 @@ def _eval_setup(
     system_prompt_file: Path | None = None,
     profile: str | None = None,
     policies: list[str] | None = None,
+    embedder: str | None = None,
 ):
     return _settings(
         config,
         {
+            "index": {"embedder": embedder},
             "llm": {"model": model, "base_url": base_url},
             "agent": {
                 "max_steps": max_steps,
@@ -1075,6 +1077,14 @@ def _run_one(
             bar.stop()
 
 
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="Embedder of the evaluation index (its own cached index per embedder): "
+        + describe(IndexSettings, "embedder", "ARAG_INDEX__EMBEDDER"),
+    ),
+]
 EvalIndexOpt = Annotated[
     str | None,
     typer.Option(
@@ -1181,13 +1191,23 @@ def eval_run(
     action_mode: ActionModeOpt = None,
     profile: ProfileOpt = None,
     policy: PolicyOpt = None,
+    embedder: EmbedderOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run one method on a dataset; writes OUT/results.jsonl and OUT/summary.json."""
     from arag.eval.runner import DatasetChoice
 
     settings = _eval_setup(
-        config, max_steps, model, base_url, action_mode, judge_prompt_file, system_prompt_file, profile, policy
+        config,
+        max_steps,
+        model,
+        base_url,
+        action_mode,
+        judge_prompt_file,
+        system_prompt_file,
+        profile,
+        policy,
+        embedder,
     )
     choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file)
     summary = _run_one(
@@ -1229,6 +1249,7 @@ def eval_sweep(
     local_model: LocalModelOpt = None,
     profile: ProfileOpt = None,
     policy: PolicyOpt = None,
+    embedder: EmbedderOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Test-time scaling: run a method at several max_steps values (the paper: 5, 10, 15, 20), and with
@@ -1251,7 +1272,7 @@ def eval_sweep(
         for threshold in thresholds:
             policies = [*(policy or []), "+confident_stop"] if threshold is not None else policy
             settings = _eval_setup(
-                config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile, policies
+                config, steps, model, base_url, None, judge_prompt_file, system_prompt_file, profile, policies, embedder
             )
             name = f"steps-{steps}"
             if threshold is not None:
@@ -1346,15 +1367,30 @@ def eval_retrieval(
     corpus: CorpusOpt = "auto",
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     index_dir: EvalIndexOpt = None,
+    embedders: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--embedder",
+            help="Embedder to measure (repeatable: one result per embedder, as a JSON list, each on its own cached "
+            "index). [default: index.embedder; env ARAG_INDEX__EMBEDDER]",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Recall@k of gold passages with no LLM: semantic search, Naive RAG's top-k, keyword search on entities."""
+    from arag.errors import ConfigError
     from arag.eval.runner import DatasetChoice, index_for, retrieval_metrics, select_questions
 
-    settings = _settings(config)
+    if embedders and len(embedders) > 1 and index_dir:
+        raise ConfigError("--index holds one embedder's index: give it with one --embedder, or leave it out")
     data = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file).load()
     data.questions = select_questions(data.questions, limit, None)
-    _print_json(retrieval_metrics(data, index_for(data, settings.index, index_dir), k, naive_top_k))
+    results = []
+    for spec in embedders or [None]:
+        settings = _settings(config, {"index": {"embedder": spec}}).index
+        metrics = retrieval_metrics(data, index_for(data, settings, index_dir), k, naive_top_k)
+        results.append({"embedder": settings.embedder, **metrics})
+    _print_json(results if embedders and len(embedders) > 1 else results[0])
 
 
 def main() -> None:
