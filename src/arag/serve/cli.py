@@ -1386,7 +1386,8 @@ def eval_retrieval(
     data = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file).load()
     data.questions = select_questions(data.questions, limit, None)
     results = []
-    for spec in embedders or [None]:
+    specs: list[str | None] = list(embedders) if embedders else [None]  # None: index.embedder as configured
+    for spec in specs:
         settings = _settings(config, {"index": {"embedder": spec}}).index
         metrics = retrieval_metrics(data, index_for(data, settings, index_dir), k, naive_top_k)
         results.append({"embedder": settings.embedder, **metrics})
