@@ -215,16 +215,19 @@ def _package_file(module: str, *parts: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
-def _hub_safetensors(local_only: bool) -> Path | None:
-    """The float32 checkpoint from the Hugging Face hub (cache only when ``local_only``); None if unreachable."""
+def _hub_file(repo: str, filename: str, revision: str | None = None, local_only: bool = False) -> Path | None:
+    """A file of a Hugging Face hub repository (from the cache only when ``local_only``); None if unreachable."""
     try:
         from huggingface_hub import hf_hub_download
 
-        return Path(
-            hf_hub_download(MINILM_REPO, "model.safetensors", revision=MINILM_REVISION, local_files_only=local_only)
-        )
+        return Path(hf_hub_download(repo, filename, revision=revision, local_files_only=local_only))
     except Exception:
         return None
+
+
+def _hub_safetensors(local_only: bool) -> Path | None:
+    """MiniLM's float32 checkpoint from the Hugging Face hub (cache only when ``local_only``)."""
+    return _hub_file(MINILM_REPO, "model.safetensors", MINILM_REVISION, local_only)
 
 
 def _minilm_weights() -> tuple[PinnedWeights, Path]:
@@ -382,15 +385,9 @@ def _wordllama_file(weights: PinnedWeights, packaged: Path | None) -> Path:
     checked either way."""
     if packaged is not None and packaged.is_file():
         return _verified(packaged, weights)
-    if os.environ.get("HF_HUB_OFFLINE") != "1":
-        try:
-            from huggingface_hub import hf_hub_download
-
-            return _verified(Path(hf_hub_download(WORDLLAMA_REPO, weights.filename)), weights)
-        except EmbedderError:
-            raise
-        except Exception:
-            pass
+    downloaded = _hub_file(WORDLLAMA_REPO, weights.filename) if os.environ.get("HF_HUB_OFFLINE") != "1" else None
+    if downloaded is not None:
+        return _verified(downloaded, weights)
     raise EmbedderError(
         f"WordLlama's {weights.filename} not found: pip install 'a-rag[wordllama]' (the package carries it) "
         "or make the Hugging Face hub reachable"
