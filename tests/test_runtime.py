@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from arag.models import choice as runtime
+from arag.models import llama_build
 from arag.models import local as local_llm
 from arag.settings import LLMSettings, Settings
 
@@ -74,3 +75,101 @@ def test_lookup_tokens_setting_is_bounded() -> None:
         LLMSettings(lookup_tokens=-1)
     with pytest.raises(ValidationError):
         LLMSettings(lookup_tokens=65)
+
+
+# --- the llama.cpp build for this CPU (scripts/setup.sh: python -m arag.models.llama_build) ---
+
+SAPPHIRE_RAPIDS = (
+    "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma f16c bmi2 avx512f avx512bw avx512vbmi avx512_vnni "
+    "avx512_bf16 avx_vnni amx_tile amx_int8\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+)
+
+
+def test_cpu_flags_are_read_from_the_first_processor() -> None:
+    flags = llama_build.cpu_flags(SAPPHIRE_RAPIDS)
+    assert {"avx512f", "avx512_vnni", "amx_int8"} <= flags
+    assert llama_build.cpu_flags("processor\t: 0\n") == set()
+
+
+def test_avx512_cpu_gets_each_extension_it_has_and_never_amx() -> None:
+    options = llama_build.cmake_options(llama_build.cpu_flags(SAPPHIRE_RAPIDS))
+    assert options is not None
+    for option in ("GGML_AVX512", "GGML_AVX512_VBMI", "GGML_AVX512_VNNI", "GGML_AVX512_BF16", "GGML_AVX_VNNI"):
+        assert f"-D{option}=ON" in options
+    assert "-DGGML_NATIVE=OFF" in options  # native would turn on AMX, which crashed
+    assert not [o for o in options if "AMX" in o]
+    assert "-DLLAMA_LLGUIDANCE=OFF" in options and "-DLLAMA_BUILD_BORINGSSL=OFF" in options  # offline
+    only_f = llama_build.cmake_options({"avx", "avx2", "fma", "f16c", "bmi2", "avx512f"})
+    assert only_f is not None and "-DGGML_AVX512=ON" in only_f and "-DGGML_AVX512_VNNI=ON" not in only_f
+
+
+def test_cpu_without_avx512_or_without_the_wheels_baseline_keeps_the_wheel() -> None:
+    assert llama_build.cmake_options({"avx", "avx2", "fma", "f16c", "bmi2"}) is None
+    assert llama_build.cmake_options({"avx512f"}) is None  # no AVX2/FMA: not a CPU the options describe
+    assert llama_build.cmake_options(set()) is None
+
+
+class _Setup:
+    """main() with the machine, pip and the compiler replaced: what it would build, install and keep."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, flags: str, installed: str, smoke: str | None) -> None:
+        self.pip: list[tuple[str, ...]] = []
+        self.built: list[list[str]] = []
+        monkeypatch.setattr(llama_build, "this_cpu_flags", lambda: llama_build.cpu_flags(flags))
+        monkeypatch.setattr(llama_build, "_installed_build_info", lambda: installed)
+        monkeypatch.setattr(llama_build, "_smoke_test", lambda: smoke)
+        monkeypatch.setattr(llama_build, "_pip", lambda *args, env=None: self.pip.append(args))
+        monkeypatch.setattr(llama_build.importlib.metadata, "version", lambda name: "2026.10.11549")
+
+        def build(options: list[str]) -> Path:
+            self.built.append(options)
+            return Path("/venv/llama-native/x/xllamacpp-2026.10.11549-cp310-abi3-linux_x86_64.whl")
+
+        monkeypatch.setattr(llama_build, "build", build)
+
+
+AVX2_WHEEL = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | OPENMP = 1 |"
+
+
+def test_setup_builds_installs_and_keeps_a_build_that_generates(monkeypatch: pytest.MonkeyPatch) -> None:
+    setup = _Setup(monkeypatch, SAPPHIRE_RAPIDS, AVX2_WHEEL, smoke=None)
+    assert llama_build.main([]) == 0
+    assert len(setup.built) == 1
+    assert setup.pip == [("install", "-q", "--no-deps", "--force-reinstall", str(llama_build.build([])))]
+
+
+@pytest.mark.parametrize(("mode", "status"), [("auto", 0), ("native", 1)])
+def test_a_build_that_crashes_is_replaced_by_the_locked_wheel(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], mode: str, status: int
+) -> None:
+    monkeypatch.setenv("ARAG_LLAMA_BUILD", mode)
+    setup = _Setup(monkeypatch, SAPPHIRE_RAPIDS, AVX2_WHEEL, smoke="exit status -11: Segmentation fault")
+    assert llama_build.main([]) == status
+    assert setup.pip[-1] == (
+        "install", "-q", "--no-deps", "--force-reinstall", "--only-binary", "xllamacpp", "xllamacpp==2026.10.11549"
+    )  # fmt: skip
+    assert "kept the prebuilt AVX2 wheel" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "installed", "mode"),
+    [
+        (SAPPHIRE_RAPIDS, AVX2_WHEEL, "wheel"),  # asked for the wheel
+        (SAPPHIRE_RAPIDS, "", "auto"),  # no embedded model installed
+        ("flags\t: avx avx2 fma f16c bmi2\n", AVX2_WHEEL, "auto"),  # no AVX-512: the wheel fits
+        (SAPPHIRE_RAPIDS, "CPU : AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 |", "auto"),  # built already
+    ],
+)
+def test_setup_builds_nothing_when_there_is_nothing_to_gain(
+    monkeypatch: pytest.MonkeyPatch, flags: str, installed: str, mode: str
+) -> None:
+    monkeypatch.setenv("ARAG_LLAMA_BUILD", mode)
+    setup = _Setup(monkeypatch, flags, installed, smoke=None)
+    assert llama_build.main([]) == 0
+    assert setup.built == [] and setup.pip == []
+
+
+def test_an_unknown_build_mode_is_refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ARAG_LLAMA_BUILD", "fast")
+    assert llama_build.main([]) == 2
+    assert "auto, native or wheel" in capsys.readouterr().err

@@ -32,6 +32,7 @@ from arag.eval.metrics import (
 from arag.eval.runs import CONFIG, RESULTS, SUMMARY, mean_present, read_results, summarize
 from arag.index import Index
 from arag.models.endpoint import ChatModel
+from arag.models.llama_build import build_info
 from arag.settings import IndexSettings, Settings, load_settings
 from arag.store import is_database_url
 
@@ -300,6 +301,8 @@ def run_method(
         "method": method,
         "model": model.model,
         "embedded_model": embedded,
+        # the instruction sets of the embedded model's llama.cpp build: it sets the speed, not the identity
+        "llama_cpp": build_info() if embedded else None,
         "judge_model": judge_model.model if judge_model else None,
         "settings": {
             # Direct and Naive RAG run no agent: its settings are not part of their identity

@@ -1,0 +1,176 @@
+"""A llama.cpp build for this CPU, made at setup: ``python -m arag.models.llama_build``.
+
+The prebuilt xllamacpp wheel is compiled for AVX2, the widest instruction set every x86-64 machine it targets has.
+On cores with AVX-512 the same xllamacpp version built from its source distribution with AVX-512 (and VNNI, VBMI,
+BF16 where present) processes prompts about 1.5x and generates about 1.1x faster (docs/benchmarks.md), which is
+most of a question's time with the embedded model. ``scripts/setup.sh`` runs this after installing the locked wheel;
+``ARAG_LLAMA_BUILD=wheel`` keeps the wheel, ``=native`` makes a failed build an error instead of a notice.
+
+The build is checked before it is kept: a fresh process loads a packaged model on it and generates a few tokens;
+if that fails, the locked wheel is reinstalled. The built wheel is kept in the virtual environment under a key of
+the version and the build options, so running the setup again does not compile again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# /proc/cpuinfo flag -> ggml's CMake option, for the extensions ggml has kernels for
+AVX512_OPTIONS = {
+    "avx512f": "GGML_AVX512",
+    "avx512vbmi": "GGML_AVX512_VBMI",
+    "avx512_vnni": "GGML_AVX512_VNNI",
+    "avx512_bf16": "GGML_AVX512_BF16",
+    "avx_vnni": "GGML_AVX_VNNI",
+}
+# what the prebuilt wheel already assumes; a CPU without these gains nothing from a build
+BASELINE_OPTIONS = {"avx": "GGML_AVX", "avx2": "GGML_AVX2", "fma": "GGML_FMA", "f16c": "GGML_F16C", "bmi2": "GGML_BMI2"}
+# Offline: llguidance is a Rust crate fetched at build time and BoringSSL is fetched from GitHub (neither is used:
+# the server is reached over 127.0.0.1 and a-rag's grammars are llama.cpp's own). GGML_NATIVE is off because it also
+# turns on AMX, whose matrix kernels crashed at the first decode of the Q4_K_M models here (a segmentation fault in
+# ggml_backend_amx_mul_mat); the options are named one by one instead.
+FIXED_OPTIONS = ["-DLLAMA_LLGUIDANCE=OFF", "-DLLAMA_BUILD_BORINGSSL=OFF", "-DGGML_NATIVE=OFF"]
+PACKAGE = "xllamacpp"
+SMOKE_TIMEOUT_S = 600
+
+
+def cpu_flags(cpuinfo: str) -> set[str]:
+    """The feature flags of the first processor in a /proc/cpuinfo text."""
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            return set(value.split())
+    return set()
+
+
+def this_cpu_flags() -> set[str]:
+    if platform.system() != "Linux" or not Path("/proc/cpuinfo").is_file():
+        return set()  # macOS and Windows: the wheel (Metal, or its own build matrix)
+    return cpu_flags(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
+
+
+def cmake_options(flags: set[str]) -> list[str] | None:
+    """The CMake options of a build for a CPU with these flags, or None when the prebuilt wheel already fits it
+    (no AVX-512, or not even the wheel's own AVX2 baseline)."""
+    if "avx512f" not in flags or not set(BASELINE_OPTIONS) <= flags:
+        return None
+    options = [f"-D{option}=ON" for option in BASELINE_OPTIONS.values()]
+    options += [f"-D{option}=ON" for flag, option in AVX512_OPTIONS.items() if flag in flags]
+    return FIXED_OPTIONS + options
+
+
+def build_info() -> str | None:
+    """llama.cpp's own account of the instruction sets it was built with (``AVX512 = 1 | ...``), None without
+    the embedded model installed."""
+    try:
+        import xllamacpp
+    except ImportError:
+        return None
+    return " ".join(str(xllamacpp.get_system_info()).split())
+
+
+def _installed_build_info() -> str:
+    """build_info() of the package installed now, from a fresh process (this one may hold an older import)."""
+    code = "from arag.models.llama_build import build_info; print(build_info() or '')"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def _pip(*args: str, env: dict[str, str] | None = None) -> None:
+    subprocess.run([sys.executable, "-m", "pip", *args], check=True, env=env)
+
+
+def _smoke_test() -> str | None:
+    """Load the smallest packaged model on the installed build in a fresh process and generate; the failure, or
+    None. A crash (a signal) must not take this process with it, hence the subprocess."""
+    code = (
+        "from arag.models.local import MODELS, LocalServer, resolve_model, _part_paths\n"
+        "import httpx\n"
+        "names = sorted((n for n, m in MODELS.items() if _part_paths(m)), key=lambda n: MODELS[n].size)\n"
+        "if names:\n"
+        "    server = LocalServer(resolve_model(names[0]), threads=2)\n"
+        "    body = {'messages': [{'role': 'user', 'content': 'Say yes.'}], 'max_tokens': 4}\n"
+        "    httpx.post(server.base_url + '/chat/completions', json=body, timeout=300).raise_for_status()\n"
+        "    print('generated with', names[0])\n"
+        "else:\n"
+        "    print('no packaged model installed: the build loaded without generating')\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {SMOKE_TIMEOUT_S} s"
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return f"exit status {done.returncode}: {tail}"
+    print(done.stdout.strip())
+    return None
+
+
+def build(options: list[str]) -> Path:
+    """The wheel of the installed xllamacpp version built with ``options``, compiled once per venv."""
+    version = importlib.metadata.version(PACKAGE)
+    key = hashlib.sha256(" ".join([version, *options]).encode()).hexdigest()[:12]
+    wheel_dir = Path(sys.prefix) / "llama-native" / f"{version}-{key}"
+    wheels = sorted(wheel_dir.glob(f"{PACKAGE}-*.whl"))
+    if wheels:
+        return wheels[0]
+    for tool in ("cmake", "c++"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not installed (Debian: apt-get install cmake g++)")
+    print(f"building llama.cpp ({PACKAGE} {version}) for this CPU: {' '.join(options)}", flush=True)
+    env = {**os.environ, "CMAKE_ARGS": " ".join(options), "NPROC": str(os.cpu_count() or 2)}
+    staging = wheel_dir.with_suffix(".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    # --no-cache-dir: pip's wheel cache is keyed by the source alone, not by CMAKE_ARGS
+    _pip("wheel", "-q", "--no-deps", "--no-cache-dir", "--no-binary", PACKAGE, "-w", str(staging),
+         f"{PACKAGE}=={version}", env=env)  # fmt: skip
+    shutil.rmtree(wheel_dir, ignore_errors=True)
+    staging.rename(wheel_dir)
+    return sorted(wheel_dir.glob(f"{PACKAGE}-*.whl"))[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--print", action="store_true", help="print the build options for this CPU and exit")
+    args = parser.parse_args(argv)
+    mode = os.environ.get("ARAG_LLAMA_BUILD", "auto")
+    if mode not in ("auto", "native", "wheel"):
+        print(f"ARAG_LLAMA_BUILD must be auto, native or wheel, not {mode!r}", file=sys.stderr)
+        return 2
+    options = cmake_options(this_cpu_flags())
+    if args.print:
+        print(" ".join(options) if options else "the prebuilt wheel fits this CPU")
+        return 0
+    installed = _installed_build_info()
+    if mode == "wheel" or not installed:
+        return 0
+    if options is None:
+        print("llama.cpp: the prebuilt wheel fits this CPU (no AVX-512)")
+        return 0
+    if "AVX512 = 1" in installed:
+        print(f"llama.cpp: already built for this CPU ({installed})")
+        return 0
+    version = importlib.metadata.version(PACKAGE)
+    try:
+        wheel = build(options)
+        _pip("install", "-q", "--no-deps", "--force-reinstall", str(wheel))
+        failure = _smoke_test()
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        failure = str(exc)
+    if failure is None:
+        print(f"llama.cpp built for this CPU: {_installed_build_info()}")
+        return 0
+    _pip("install", "-q", "--no-deps", "--force-reinstall", "--only-binary", PACKAGE, f"{PACKAGE}=={version}")
+    print(f"llama.cpp: kept the prebuilt AVX2 wheel; the build for this CPU failed: {failure}", file=sys.stderr)
+    return 1 if mode == "native" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
