@@ -91,6 +91,15 @@ def run_ablation(
     return 0
 
 
+def not_run(run: dict[str, Any]) -> set[str]:
+    """The questions an ablation run was given (the ids file ``run`` writes beside it) and has no record of."""
+    run_dir = Path(run["run_dir"])
+    ids_file = run_dir.parent / f"{run_dir.name}.ids.json"
+    if not ids_file.is_file():
+        return set()
+    return {str(i) for i in json.loads(ids_file.read_text(encoding="utf-8"))} - {str(r["id"]) for r in run["records"]}
+
+
 def row(name: str, dataset: str, records: list[dict[str, Any]], ran: int, base: dict[str, Any] | None) -> str:
     key = "key_terms_acc" if any(r.get("key_terms_acc") is not None for r in records) else "contain_acc"
     n = max(1, len(records))
@@ -129,8 +138,15 @@ def table(reference_dirs: list[Path], run_dirs: list[Path], key_terms: Path | No
     for dataset, reference in references.items():
         print(row(Path(reference["run_dir"]).name, dataset, reference["records"], len(reference["records"]), None))
         for run in sorted((r for r in runs if r["dataset"] == dataset), key=lambda r: r["run_dir"]):
-            records, ran = completed(run, reference)
-            print(row(Path(run["run_dir"]).name, dataset, records, ran, reference))
+            name, base = Path(run["run_dir"]).name, reference
+            missing = not_run(run)
+            if missing:
+                # a stopped run: the questions it was to run and did not are left out of both sides, else the
+                # bundle's own records would stand in for them
+                base = {**reference, "records": [r for r in reference["records"] if str(r["id"]) not in missing]}
+                name += f" (stopped: {len(missing)} not run, left out)"
+            records, ran = completed(run, base)
+            print(row(name, dataset, records, ran, base))
     return 0
 
 

@@ -91,13 +91,15 @@ def _smoke_test() -> str | None:
     """Load the smallest packaged model on the installed build in a fresh process and generate; the failure, or
     None. A crash (a signal) must not take this process with it, hence the subprocess."""
     code = (
+        "import json, urllib.request\n"
         "from arag.models.local import MODELS, LocalServer, resolve_model, _part_paths\n"
-        "import httpx\n"
         "names = sorted((n for n, m in MODELS.items() if _part_paths(m)), key=lambda n: MODELS[n].size)\n"
         "if names:\n"
         "    server = LocalServer(resolve_model(names[0]), threads=2)\n"
         "    body = {'messages': [{'role': 'user', 'content': 'Say yes.'}], 'max_tokens': 4}\n"
-        "    httpx.post(server.base_url + '/chat/completions', json=body, timeout=300).raise_for_status()\n"
+        "    request = urllib.request.Request(server.base_url + '/chat/completions', json.dumps(body).encode(),\n"
+        "                                     {'Content-Type': 'application/json'})\n"
+        "    urllib.request.urlopen(request, timeout=300).read()\n"
         "    print('generated with', names[0])\n"
         "else:\n"
         "    print('no packaged model installed: the build loaded without generating')\n"
