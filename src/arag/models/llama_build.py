@@ -2,8 +2,8 @@
 
 The prebuilt xllamacpp wheel is compiled for AVX2, the widest instruction set every x86-64 machine it targets has.
 On cores with AVX-512 the same xllamacpp version built from its source distribution with AVX-512 (and VNNI, VBMI,
-BF16 where present) processes prompts about 1.5x and generates about 1.1x faster (docs/benchmarks.md), which is
-most of a question's time with the embedded model. ``scripts/setup.sh`` runs this after installing the locked wheel;
+BF16 where present) processes prompts about 1.5x faster (docs/benchmarks.md): half of a question's time with
+the embedded model. ``scripts/setup.sh`` runs this after installing the locked wheel;
 ``ARAG_LLAMA_BUILD=wheel`` keeps the wheel, ``=native`` makes a failed build an error instead of a notice.
 
 The build is checked before it is kept: a fresh process loads a packaged model on it and generates a few tokens;
