@@ -4,17 +4,26 @@
     # the same in a venv holding the other build (ARAG_LLAMA_BUILD=wheel bash scripts/setup.sh local keeps the
     # prebuilt AVX2 wheel), then compare the two tables
 
+    # llama.cpp's OpenMP threads: how long a waiting thread spins (libgomp reads it at load; arag sets 3000)
+    for spins in 0 3000 300000; do GOMP_SPINCOUNT=$spins python benchmarks/bench_llama_build.py \
+        --dataset ../shared/datasets/2wikimultihopqa --sizes 1000 --busy 1; done
+
 Two builds cannot share one process (one xllamacpp module), so each run prints its own build's instruction sets
 beside its figures. Each prompt is a slice of the dataset's passages of about the given number of tokens, sent
 with llama.cpp's prompt cache off so every repeat processes the whole prompt; the table gives llama.cpp's own
-timings (median over the repeats): prompt tokens per second and generated tokens per second.
+timings (median over the repeats): prompt tokens per second and generated tokens per second. ``--busy N`` keeps N
+other processes computing beside the server (another job sharing the cores); "idle CPU" is the CPU time the
+process used per second of idling after the requests (threads still spinning).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import statistics
+import time
 from pathlib import Path
 
 import httpx
@@ -28,6 +37,11 @@ def passages(dataset: Path) -> str:
     return "\n\n".join(f"{p.get('title', '')}\n{p.get('text', '')}" for p in corpus[:400])
 
 
+def _spin() -> None:
+    while True:
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, required=True, help="a dataset folder with corpus.json")
@@ -36,10 +50,16 @@ def main() -> None:
     parser.add_argument("--generate", type=int, default=64, help="tokens generated per call")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--busy", type=int, default=0, help="other processes kept computing during the requests")
     args = parser.parse_args()
     text = passages(args.dataset)
     server = LocalServer(resolve_model(args.model), threads=args.threads)
     print(f"llama.cpp build: {build_info()}")
+    waiting = {name: os.environ.get(name) for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    print(f"OpenMP waiting: {waiting}; busy processes beside: {args.busy}")
+    busy = [multiprocessing.get_context("spawn").Process(target=_spin, daemon=True) for _ in range(args.busy)]
+    for process in busy:
+        process.start()
     print("| prompt tokens | prompt tokens/s | generated tokens | generated tokens/s |")
     print("|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
@@ -61,6 +81,11 @@ def main() -> None:
             f"| {counts[0]} | {statistics.median(prompt_speed):.1f} | {counts[1]} "
             f"| {statistics.median(generation_speed):.1f} |"
         )
+    for process in busy:
+        process.terminate()
+    cpu_before, idle_s = time.process_time(), 3.0
+    time.sleep(idle_s)
+    print(f"idle CPU: {(time.process_time() - cpu_before) / idle_s:.2f} s per s")
 
 
 if __name__ == "__main__":

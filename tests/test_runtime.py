@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,31 @@ def test_lookup_tokens_setting_is_bounded() -> None:
         LLMSettings(lookup_tokens=-1)
     with pytest.raises(ValidationError):
         LLMSettings(lookup_tokens=65)
+
+
+# --- llama.cpp's OpenMP threads (libgomp reads how long to spin once, when xllamacpp is first imported) ---
+
+
+def test_openmp_spin_count_is_set_unless_the_user_chose_a_wait_policy() -> None:
+    unset: dict[str, str] = {}
+    local_llm.set_openmp_waiting(unset)
+    assert unset == {"GOMP_SPINCOUNT": local_llm.GOMP_SPIN_COUNT}
+    for chosen in ({"OMP_WAIT_POLICY": "PASSIVE"}, {"GOMP_SPINCOUNT": "0"}):
+        environ = dict(chosen)
+        local_llm.set_openmp_waiting(environ)
+        assert environ == chosen
+
+
+@pytest.mark.parametrize("first_import", ["local_available", "build_info"])
+def test_openmp_spin_count_is_set_before_xllamacpp_is_first_imported(
+    first_import: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # the import fails: what matters is the environment before it
+    check = local_llm.local_available if first_import == "local_available" else llama_build.build_info
+    assert not check()
+    assert os.environ["GOMP_SPINCOUNT"] == local_llm.GOMP_SPIN_COUNT
 
 
 # --- the llama.cpp build for this CPU (scripts/setup.sh: python -m arag.models.llama_build) ---

@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from arag.models.local import set_openmp_waiting
+
 # /proc/cpuinfo flag -> ggml's CMake option, for the extensions ggml has kernels for
 AVX512_OPTIONS = {
     "avx512f": "GGML_AVX512",
@@ -70,6 +72,7 @@ def cmake_options(flags: set[str]) -> list[str] | None:
 def build_info() -> str | None:
     """llama.cpp's own account of the instruction sets it was built with (``AVX512 = 1 | ...``), None without
     the embedded model installed."""
+    set_openmp_waiting()
     try:
         import xllamacpp
     except ImportError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -132,6 +133,20 @@ LOOKUP_NGRAM = 4  # tokens matched before a lookup draft is proposed (2-4 measur
 
 FLASH_ATTENTION = {"auto": -1, "off": 0, "on": 1}  # llama.cpp's llama_flash_attn_type
 
+# llama.cpp's CPU threads meet at an OpenMP barrier after every operation, and libgomp reads how long a waiting
+# thread spins before it sleeps once, when it is loaded (the first import of xllamacpp). Sleeping at once
+# (OMP_WAIT_POLICY=PASSIVE) cost a third of generation speed on a quiet machine; libgomp's default (300,000 spins)
+# cut generation to a tenth while another process held one of the 2 cores; spinning forever (ACTIVE) keeps a core
+# busy while the server idles. 3,000 spins measured as fast as the default alone and close to PASSIVE beside other
+# work (docs/benchmarks.md).
+GOMP_SPIN_COUNT = "3000"
+
+
+def set_openmp_waiting(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Set llama.cpp's OpenMP spin count before xllamacpp is imported, unless the user chose a wait policy."""
+    if "GOMP_SPINCOUNT" not in environ and "OMP_WAIT_POLICY" not in environ:
+        environ["GOMP_SPINCOUNT"] = GOMP_SPIN_COUNT
+
 
 class LocalServer:
     """llama.cpp's server on 127.0.0.1 inside this process; ``base_url`` is OpenAI-compatible."""
@@ -144,7 +159,7 @@ class LocalServer:
         lookup_tokens: int = 0,
         flash_attention: Literal["auto", "on", "off"] = "off",
     ) -> None:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # measured: protects throughput under contention
+        set_openmp_waiting()
         try:
             import xllamacpp as xlc
         except ImportError:
@@ -179,6 +194,7 @@ class LocalServer:
 
 
 def local_available() -> bool:
+    set_openmp_waiting()
     try:
         import xllamacpp  # noqa: F401
     except ImportError:
