@@ -42,4 +42,4 @@ echo "a-rag installed in .venv (extras: ${extras:-none})"
 python -c "from arag.embedding.embedders import load_embedder; load_embedder('minilm', threads=1)"
 echo "default embedder ready"
 # llama.cpp for this CPU (a no-op without the embedded LLM, without AVX-512, or when already built)
-python -m arag.models.llama_build
+python -m arag.models.llama_build --build-constraint requirements-build.lock

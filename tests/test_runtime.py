@@ -148,11 +148,37 @@ class _Setup:
         monkeypatch.setattr(llama_build, "_pip", lambda *args, env=None: self.pip.append(args))
         monkeypatch.setattr(llama_build.importlib.metadata, "version", lambda name: "2026.10.11549")
 
-        def build(options: list[str]) -> Path:
+        def build(options: list[str], version: str, build_constraint: Path | None = None) -> Path:
             self.built.append(options)
             return Path("/venv/llama-native/x/xllamacpp-2026.10.11549-cp310-abi3-linux_x86_64.whl")
 
         monkeypatch.setattr(llama_build, "build", build)
+
+
+def test_build_pins_its_tools_and_keeps_one_wheel_per_version_options_and_pins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[str, ...]] = []
+
+    def pip(*args: str, env: dict[str, str] | None = None) -> None:
+        calls.append(args)
+        assert env is not None and env["CMAKE_ARGS"] == "-DGGML_AVX512=ON"
+        staging = Path(args[args.index("-w") + 1])
+        staging.mkdir(parents=True)
+        (staging / "xllamacpp-2026.10.11549-cp310-abi3-linux_x86_64.whl").write_bytes(b"wheel")
+
+    monkeypatch.setattr(llama_build, "_pip", pip)
+    monkeypatch.setattr(llama_build.sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(llama_build.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    pins = tmp_path / "requirements-build.lock"
+    pins.write_text("cython==3.3.1\n", encoding="utf-8")
+    wheel = llama_build.build(["-DGGML_AVX512=ON"], "2026.10.11549", pins)
+    assert calls[0][calls[0].index("--build-constraint") + 1] == str(pins)
+    assert wheel.is_file() and wheel.parent.parent == tmp_path / "venv" / "llama-native"
+    assert llama_build.build(["-DGGML_AVX512=ON"], "2026.10.11549", pins) == wheel and len(calls) == 1  # kept
+    pins.write_text("cython==3.3.0\n", encoding="utf-8")
+    assert llama_build.build(["-DGGML_AVX512=ON"], "2026.10.11549", pins) != wheel  # other tools: built again
+    assert len(calls) == 2
 
 
 AVX2_WHEEL = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | OPENMP = 1 |"
@@ -162,7 +188,8 @@ def test_setup_builds_installs_and_keeps_a_build_that_generates(monkeypatch: pyt
     setup = _Setup(monkeypatch, SAPPHIRE_RAPIDS, AVX2_WHEEL, smoke=None)
     assert llama_build.main([]) == 0
     assert len(setup.built) == 1
-    assert setup.pip == [("install", "-q", "--no-deps", "--force-reinstall", str(llama_build.build([])))]
+    wheel = str(llama_build.build([], "2026.10.11549"))
+    assert setup.pip == [("install", "-q", "--no-deps", "--force-reinstall", wheel)]
 
 
 @pytest.mark.parametrize(("mode", "status"), [("auto", 0), ("native", 1)])

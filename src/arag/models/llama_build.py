@@ -118,10 +118,11 @@ def _smoke_test() -> str | None:
     return None
 
 
-def build(options: list[str]) -> Path:
-    """The wheel of the installed xllamacpp version built with ``options``, compiled once per venv."""
-    version = importlib.metadata.version(PACKAGE)
-    key = hashlib.sha256(" ".join([version, *options]).encode()).hexdigest()[:12]
+def build(options: list[str], version: str, build_constraint: Path | None = None) -> Path:
+    """The wheel of xllamacpp ``version`` built with ``options``, compiled once per venv; ``build_constraint``
+    pins the tools its source builds with (setuptools, Cython, versioneer)."""
+    pins = build_constraint.read_text(encoding="utf-8") if build_constraint else ""
+    key = hashlib.sha256("\n".join([version, *options, pins]).encode()).hexdigest()[:12]
     wheel_dir = Path(sys.prefix) / "llama-native" / f"{version}-{key}"
     wheels = sorted(wheel_dir.glob(f"{PACKAGE}-*.whl"))
     if wheels:
@@ -133,8 +134,9 @@ def build(options: list[str]) -> Path:
     env = {**os.environ, "CMAKE_ARGS": " ".join(options), "NPROC": str(os.cpu_count() or 2)}
     staging = wheel_dir.with_suffix(".partial")
     shutil.rmtree(staging, ignore_errors=True)
+    pinned = ["--build-constraint", str(build_constraint)] if build_constraint else []
     # --no-cache-dir: pip's wheel cache is keyed by the source alone, not by CMAKE_ARGS
-    _pip("wheel", "-q", "--no-deps", "--no-cache-dir", "--no-binary", PACKAGE, "-w", str(staging),
+    _pip("wheel", "-q", "--no-deps", "--no-cache-dir", *pinned, "--no-binary", PACKAGE, "-w", str(staging),
          f"{PACKAGE}=={version}", env=env)  # fmt: skip
     shutil.rmtree(wheel_dir, ignore_errors=True)
     staging.rename(wheel_dir)
@@ -144,6 +146,9 @@ def build(options: list[str]) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--print", action="store_true", help="print the build options for this CPU and exit")
+    parser.add_argument(
+        "--build-constraint", type=Path, default=None, help="a pip constraints file for the build's tools"
+    )
     args = parser.parse_args(argv)
     mode = os.environ.get("ARAG_LLAMA_BUILD", "auto")
     if mode not in ("auto", "native", "wheel"):
@@ -164,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     version = importlib.metadata.version(PACKAGE)
     try:
-        wheel = build(options)
+        wheel = build(options, version, args.build_constraint)
         _pip("install", "-q", "--no-deps", "--force-reinstall", str(wheel))
         failure = _smoke_test()
     except (RuntimeError, subprocess.CalledProcessError) as exc:
