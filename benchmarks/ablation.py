@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arag.errors import ARagError
 from arag.eval.metrics import KeyTerms
 from arag.eval.runs import completed, load_runs
 from arag.eval.stats import accuracy, paired_difference
@@ -172,10 +173,14 @@ def main() -> int:
     show.add_argument("--runs", nargs="*", type=Path, default=[], help="ablation run directories")
     show.add_argument("--key-terms", type=Path, help="(re)score every answer by these key terms")
     args = parser.parse_args()
-    if args.command == "run":
-        options = args.options[1:] if args.options[:1] == ["--"] else args.options
-        return run_ablation(args.reference, args.out, options, args.policies, args.check)
-    return table(args.references, args.runs, args.key_terms)
+    try:
+        if args.command == "run":
+            options = args.options[1:] if args.options[:1] == ["--"] else args.options
+            return run_ablation(args.reference, args.out, options, args.policies, args.check)
+        return table(args.references, args.runs, args.key_terms)
+    except ARagError as exc:  # a run directory or a key-terms file that is not what it should be: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
