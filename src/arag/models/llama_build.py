@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arag.models.local import set_openmp_waiting
+from arag.models.local import import_llama_cpp
 
 # /proc/cpuinfo flag -> ggml's CMake option, for the extensions ggml has kernels for
 AVX512_OPTIONS = {
@@ -72,12 +72,8 @@ def cmake_options(flags: set[str]) -> list[str] | None:
 def build_info() -> str | None:
     """llama.cpp's own account of the instruction sets it was built with (``AVX512 = 1 | ...``), None without
     the embedded model installed."""
-    set_openmp_waiting()
-    try:
-        import xllamacpp
-    except ImportError:
-        return None
-    return " ".join(str(xllamacpp.get_system_info()).split())
+    xllamacpp = import_llama_cpp()
+    return None if xllamacpp is None else " ".join(str(xllamacpp.get_system_info()).split())
 
 
 def _installed_build_info() -> str:

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Literal
 
 from arag.errors import ConfigError
@@ -148,6 +149,16 @@ def set_openmp_waiting(environ: MutableMapping[str, str] = os.environ) -> None:
         environ["GOMP_SPINCOUNT"] = GOMP_SPIN_COUNT
 
 
+def import_llama_cpp() -> ModuleType | None:
+    """xllamacpp, imported with the OpenMP spin count set first; None without the 'local' extra."""
+    set_openmp_waiting()
+    try:
+        import xllamacpp
+    except ImportError:
+        return None
+    return xllamacpp
+
+
 class LocalServer:
     """llama.cpp's server on 127.0.0.1 inside this process; ``base_url`` is OpenAI-compatible."""
 
@@ -159,11 +170,9 @@ class LocalServer:
         lookup_tokens: int = 0,
         flash_attention: Literal["auto", "on", "off"] = "off",
     ) -> None:
-        set_openmp_waiting()
-        try:
-            import xllamacpp as xlc
-        except ImportError:
-            raise ConfigError("the embedded model needs the 'local' extra: pip install 'a-rag[local]'") from None
+        xlc = import_llama_cpp()
+        if xlc is None:
+            raise ConfigError("the embedded model needs the 'local' extra: pip install 'a-rag[local]'")
         params = xlc.CommonParams()
         params.model.path = str(model_path)
         params.n_ctx = n_ctx
@@ -194,9 +203,4 @@ class LocalServer:
 
 
 def local_available() -> bool:
-    set_openmp_waiting()
-    try:
-        import xllamacpp  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return import_llama_cpp() is not None
