@@ -88,12 +88,15 @@ class ScriptedServer:
         self.default: Any = None  # used when the queue is empty (e.g. a model that never stops)
         self.embedding_requests: list[dict[str, Any]] = []
         self.delay_s = 0.0  # per request, to make a run slow enough to be killed mid-way
+        self.received = 0  # chat requests that arrived, counted before the delay: "the model is thinking now"
         self.stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not self.path.endswith("/embeddings"):
+                    server.received += 1
                 if server.delay_s:
                     time.sleep(server.delay_s)
                 if self.path.endswith("/embeddings"):

@@ -7,8 +7,10 @@ import os
 import pty
 import re
 import select
+import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from arag.corpus.build import build_index
@@ -24,6 +26,8 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         pid, fd = pty.fork()
         if pid == 0:  # the child
+            # Ctrl-C must reach it even when the tests run where SIGINT is ignored (a background job inherits that)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(argv[0], argv, env)
         self.pid, self.fd, self.seen = pid, fd, ""
 
@@ -68,6 +72,13 @@ class Terminal:
             pass
 
 
+def wait_until(condition: Callable[[], bool], failure: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.05)
+
+
 def test_chat_in_a_terminal(tmp_path: Path, server: ScriptedServer) -> None:
     index = tmp_path / "idx"
     build_index([FIXTURES / "hipporag_corpus.json"], index, fake_settings())
@@ -108,9 +119,9 @@ def test_chat_in_a_terminal(tmp_path: Path, server: ScriptedServer) -> None:
         # Ctrl-C while the model thinks: the answer stops, the conversation stays
         server.delay_s = 3.0
         server.replies = [completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hugh"]})])]
+        asked = server.received
         terminal.type("Who was her father?\n")
-        terminal.read_until(r"thinking|→|\S")
-        time.sleep(0.5)
+        wait_until(lambda: server.received > asked, "the model call never arrived")
         terminal.type("\x03")
         stopped = terminal.read_until(r"you › ", timeout=60)
         assert "stopping after the current step" in stopped and "stopped; the conversation goes on" in stopped

@@ -252,7 +252,14 @@ def test_arag_watch_follows_the_folder_until_ctrl_c(tmp_path: Path) -> None:
     idx = folder / ".index"  # inside the watched folder: its own writes must not trigger syncs
     env = {**os.environ, "COLUMNS": "200"}
     command = [sys.executable, "-m", "arag", "watch", str(folder), "--index", str(idx), "--embedder", "fake"]
-    proc = subprocess.Popen([*command, "--debounce-ms", "200"], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [*command, "--debounce-ms", "200"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        # the Ctrl-C below must reach it even when the tests run where SIGINT is ignored (as in a background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stderr is not None
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]

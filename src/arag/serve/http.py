@@ -182,10 +182,30 @@ class Guard:
         principal = self.access.principal(_offered_tokens(scope, headers))
         status = [0]
         question: list[str] = []
+        logged = [False]
+
+        def log() -> None:
+            if self.audit is None or logged[0]:
+                return
+            logged[0] = True
+            entry = {
+                "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+                "token": principal.name if principal else None,
+                "method": scope.get("method"),
+                "route": scope.get("path", "")[:512],  # never the query string: it may carry a token
+                "index": route.index,
+                "status": status[0],
+                "ms": round(1000 * (time.perf_counter() - started), 1),
+            }
+            if question and question[0]:
+                entry["question"] = question[0]
+            self.audit.write(entry)
 
         async def logged_send(message: Any) -> None:
             if message["type"] == "http.response.start":
                 status[0] = int(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                log()  # before the last byte leaves: a client that has its answer finds its line in the log
             await send(message)
 
         try:
@@ -216,19 +236,7 @@ class Guard:
 
             await self.app(scope, bounded_receive, logged_send)
         finally:
-            if self.audit is not None:
-                entry = {
-                    "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
-                    "token": principal.name if principal else None,
-                    "method": scope.get("method"),
-                    "route": scope.get("path", "")[:512],  # never the query string: it may carry a token
-                    "index": route.index,
-                    "status": status[0],
-                    "ms": round(1000 * (time.perf_counter() - started), 1),
-                }
-                if question and question[0]:
-                    entry["question"] = question[0]
-                self.audit.write(entry)
+            log()  # a request that ended without a complete response (an error, a client gone) is logged too
 
     def _refusal(self, principal: Principal | None, route: Any) -> tuple[int, str] | None:
         if principal is None:
