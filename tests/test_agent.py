@@ -690,6 +690,40 @@ def test_compact_actions_without_notes_keep_the_note_on_the_answer(
     assert example in prompt and '"found": "nothing yet"' not in prompt
 
 
+@pytest.mark.parametrize("flat", [True, False])
+def test_compact_actions_with_notes_on_tool_calls_only_leave_the_answer_bare(
+    hippo_index: Index, server: ScriptedServer, flat: bool
+) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
+    notes = {"found_notes": {"on_answer": False}}
+    settings = AgentSettings(max_steps=3, policy=notes, action_mode="flat-json" if flat else "json")  # type: ignore[arg-type]
+    agent = Agent(hippo_index, model, settings, json_actions=True)
+    note = {"found": "nothing yet"}
+    if flat:
+        search, read = {"semantic_search": "when Ermengarde died"}, {"chunk_read": ["hit 1"]}
+        answer: dict[str, str] = {"answer": "20 March 851"}
+    else:
+        search = {"action": "semantic_search", "arguments": {"query": "when Ermengarde died"}}
+        read = {"action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}}
+        answer = {"action": "final_answer", "answer": "20 March 851"}
+    server.replies = [
+        completion(json.dumps({"plan": ["her death"], **note, **search})),
+        completion(json.dumps({"found": "She died on 20 March 851.", **read})),
+        completion(json.dumps(answer)),
+    ]
+    result = agent.run("When did Ermengarde of Tours die?")
+    assert [s.tool for s in result.trajectory] == ["semantic_search", "chunk_read"]
+    assert result.trajectory[1].thought == "She died on 20 March 851."
+    assert result.answer == "20 March 851" and result.stop_reason == "answered"
+    assert agent.actions_label.endswith(", note on tool calls only")
+    variants = server.requests[1]["response_format"]["json_schema"]["schema"]["anyOf"]
+    calls = [["found", t] for t in TOOLS] if flat else [["found", "action", "arguments"]] * 3
+    assert [v["required"] for v in variants] == [*calls, ["answer"] if flat else ["action", "answer"]]
+    prompt = server.requests[0]["messages"][0]["content"]
+    bare_answer = '{"answer": "..."}' if flat else '{"action": "final_answer", "answer": "..."}'
+    assert bare_answer in prompt and '"found": "nothing yet"' in prompt
+
+
 def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search(
     hippo_index: Index, server: ScriptedServer
 ) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from arag.agent.actions import Action, ActionSpec, ToolCall
 from arag.agent.policies import POLICIES, Hold, Stands
@@ -64,12 +65,18 @@ def test_plan_counts_a_search_that_found_both_items_as_two(people_index: Index) 
     assert result.pair and policies[0].on_answer(run, "Fortunella") is None
 
 
-def test_found_notes_make_the_note_required_on_calls_or_on_the_answer_only(hippo_index: Index) -> None:
+def test_found_notes_make_the_note_required_on_calls_on_the_answer_or_both(hippo_index: Index) -> None:
     run, policies = fake_run(hippo_index, "found_notes")
     spec = spec_after(run, policies)
-    assert spec.note == "found" and spec.note_on_calls
+    assert spec.note == "found" and spec.note_on_calls and spec.note_on_answer
     run, policies = fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_calls": False}})
-    assert not spec_after(run, policies).note_on_calls
+    spec = spec_after(run, policies)
+    assert not spec.note_on_calls and spec.note_on_answer
+    run, policies = fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_answer": False}})
+    spec = spec_after(run, policies)
+    assert spec.note_on_calls and not spec.note_on_answer
+    with pytest.raises(ValidationError, match="switch the policy off instead"):
+        fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_calls": False, "on_answer": False}})
 
 
 def test_short_answer_caps_the_answer_and_keeps_whole_sentences(hippo_index: Index) -> None:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from arag.errors import ConfigError
@@ -206,6 +206,17 @@ class FoundNotesSettings(BaseModel):
         description="Every action carries the note (False: only the answer). Each note costs a small model ~15 "
         "generated tokens, but without them it rarely stopped before the step limit (docs/results.md).",
     )
+    on_answer: bool = Field(
+        True,
+        description="The answer carries the note too (False: only tool calls). With it, the model tends to copy the "
+        "note's sentence as its answer (docs/results.md).",
+    )
+
+    @model_validator(mode="after")
+    def _some_action_carries_the_note(self) -> FoundNotesSettings:
+        if not (self.on_calls or self.on_answer):
+            raise ValueError("on_calls and on_answer are both false: switch the policy off instead (-found_notes)")
+        return self
 
 
 class ShortAnswerSettings(BaseModel):

@@ -70,6 +70,7 @@ class ActionSpec:
     plan_on_answer: bool = False  # an answer given as the first action starts with the plan too
     note: str = "thought"  # the free-text field of a JSON action ("found" makes it a required, bounded note)
     note_on_calls: bool = True  # False: only the answer carries the note
+    note_on_answer: bool = True  # False: only tool calls carry the note
     readable: list[str] | None = None  # chunk_read may only name these (None: any id; empty: no read)
     options: list[str] = field(default_factory=list)  # the answer is one of these
     yes_no: bool = False  # the answer starts with Yes or No
@@ -157,7 +158,8 @@ def action_schema(toolkit: Toolkit | None, spec: ActionSpec, flat: bool = False)
     if spec.answer or spec.final or not variants:
         final: dict[str, Any] = {} if flat else {"action": {"type": "string", "enum": ["final_answer"]}}
         answer_plan = planned if spec.plan_on_answer else {}
-        variants.append(_object({**answer_plan, **note, **final, "answer": _answer_schema(spec)}))
+        answer_note = note if spec.note_on_answer else {}
+        variants.append(_object({**answer_plan, **answer_note, **final, "answer": _answer_schema(spec)}))
     return {
         "type": "json_schema",
         "json_schema": {"name": "agent_action", "strict": True, "schema": {"anyOf": variants}},

@@ -251,8 +251,9 @@ class Agent:
             semantic=toolkit.canonical(search) == "semantic_search",
             flat=getattr(self.actions, "flat", False),
             note="found" if "found_notes" in names else "thought",
-            note_on_calls=self.notes_on_calls,
             plan="plan" in names,
+            note_on_calls=self.notes_on_calls,
+            note_on_answer=self.notes_on_answer,
         )
 
     @property
@@ -260,10 +261,17 @@ class Agent:
         return "found_notes" not in self.bundle.policy_names or self.settings.policy.found_notes.on_calls
 
     @property
+    def notes_on_answer(self) -> bool:
+        return "found_notes" not in self.bundle.policy_names or self.settings.policy.found_notes.on_answer
+
+    @property
     def actions_label(self) -> str:
-        """How the model acts, for a run's record: "native", "json" or "flat json" (", note on the answer only")."""
+        """How the model acts, for a run's record: "native", "json" or "flat json" (", note on the answer only" or
+        ", note on tool calls only")."""
+        if not self.actions.json or (self.notes_on_calls and self.notes_on_answer):
+            return self.actions.label
         return self.actions.label + (
-            "" if not self.actions.json or self.notes_on_calls else ", note on the answer only"
+            ", note on tool calls only" if self.notes_on_calls else ", note on the answer only"
         )
 
 

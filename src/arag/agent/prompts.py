@@ -57,10 +57,18 @@ COMPARISON_PLAN = (
 FOUND_FIRST = "nothing yet"  # the example's note before anything was read
 
 
-def compact_format(search_tool: str, semantic: bool, flat: bool, note: str, note_on_calls: bool, plan: bool) -> str:
+def compact_format(
+    search_tool: str,
+    semantic: bool,
+    flat: bool,
+    note: str,
+    plan: bool,
+    note_on_calls: bool,
+    note_on_answer: bool = True,
+) -> str:
     """How the compact profile's JSON actions look: nested ({"action": …, "arguments": …}) or flat ({"<tool>":
-    <argument>}); ``note`` is the free field ("found" with the found_notes policy, else "thought"), on every action
-    or on the answer only; with ``plan``, the first action starts with the plan of searches."""
+    <argument>}); ``note`` is the free field ("found" with the found_notes policy, else "thought"), on every action,
+    on the answer only or on tool calls only; with ``plan``, the first action starts with the plan of searches."""
     parameter, first, later = "keywords", '["Hamlet"]', '["William Shakespeare"]'
     if semantic:
         parameter, first, later = "query", '"who wrote Hamlet"', '"William Shakespeare birthplace"'
@@ -72,11 +80,12 @@ def compact_format(search_tool: str, semantic: bool, flat: bool, note: str, note
     shape = f'"{note}": "...", ' if note_on_calls else ""
     first_note = f'"{note}": {json.dumps(first_value)}, ' if note_on_calls else ""
     later_note = f'"{note}": {json.dumps(later_value)}, ' if note_on_calls else ""
+    answer_note = f'"{note}": "...", ' if note_on_answer else ""
     if flat:
         first_call, later_call = f'"{search_tool}": {first}', f'"{search_tool}": {later}'
         shapes = (
             f'a tool call {{{shape}"<tool>": <its argument>}}, e.g. {{{shape}{first_call}}}, '
-            f'or the answer {{"{note}": "...", "answer": "..."}}.'
+            f'or the answer {{{answer_note}"answer": "..."}}.'
         )
         reply = "Reply with one JSON object per turn: "
     else:
@@ -85,7 +94,7 @@ def compact_format(search_tool: str, semantic: bool, flat: bool, note: str, note
         )
         shapes = (
             f'either a tool call {{{shape}"action": "<tool>", "arguments": {{...}}}} or the answer '
-            f'{{"{note}": "...", "action": "final_answer", "answer": "..."}}.'
+            f'{{{answer_note}"action": "final_answer", "answer": "..."}}.'
         )
         reply = "Reply with one JSON object per turn, "
     text = f"\n\n{reply}{shapes}"

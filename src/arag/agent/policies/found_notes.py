@@ -12,7 +12,7 @@ class FoundNotes(Policy):
     """The free "thought" becomes "found": one sentence, required, of what the text read so far says that helps
     answer. A small model left "thought" empty and read hit after hit past the answer; a field it must fill
     makes it state the facts before it acts. ``agent.policy.found_notes.on_calls=false`` keeps the note on the
-    answer only."""
+    answer only, ``on_answer=false`` on tool calls only."""
 
     name = "found_notes"
     summary = 'every action states what was "found" so far (a required one-sentence note)'
@@ -20,4 +20,5 @@ class FoundNotes(Policy):
     def constrain(self, run: RunState, spec: ActionSpec) -> None:
         spec.note = "found"
         spec.note_on_calls = self.settings.policy.found_notes.on_calls
+        spec.note_on_answer = self.settings.policy.found_notes.on_answer
         self.acted(run)
