@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -658,70 +659,59 @@ def test_compact_json_actions_are_flat_and_reads_show_only_new_text(hippo_index:
     assert '{"found": "...", "keyword_search": ["Hamlet"]}' in prompt and '"action"' not in prompt
 
 
-@pytest.mark.parametrize("flat", [True, False])
-def test_compact_actions_without_notes_keep_the_note_on_the_answer(
-    hippo_index: Index, server: ScriptedServer, flat: bool
-) -> None:
+def notes_agent(index: Index, server: ScriptedServer, found_notes: dict[str, bool], flat: bool) -> Agent:
+    """The compact agent acting in JSON (flat or nested) with these found_notes settings."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    notes = {"found_notes": {"on_calls": False}}
+    notes = {"found_notes": found_notes}
     settings = AgentSettings(max_steps=3, policy=notes, action_mode="flat-json" if flat else "json")  # type: ignore[arg-type]
-    agent = Agent(hippo_index, model, settings, json_actions=True)
+    return Agent(index, model, settings, json_actions=True)
+
+
+def ermengarde_actions(flat: bool) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A search, a read of its first hit and the answer, without notes, as JSON actions (flat or nested)."""
     if flat:
-        search, read = {"semantic_search": "when Ermengarde died"}, {"chunk_read": ["hit 1"]}
-        answer = {"found": "She died on 20 March 851.", "answer": "20 March 851"}
-    else:
-        search = {"action": "semantic_search", "arguments": {"query": "when Ermengarde died"}}
-        read = {"action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}}
-        answer = {"found": "She died on 20 March 851.", "action": "final_answer", "answer": "20 March 851"}
+        return {"semantic_search": "when Ermengarde died"}, {"chunk_read": ["hit 1"]}, {"answer": "20 March 851"}
+    return (
+        {"action": "semantic_search", "arguments": {"query": "when Ermengarde died"}},
+        {"action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}},
+        {"action": "final_answer", "answer": "20 March 851"},
+    )
+
+
+@pytest.mark.parametrize("flat", [True, False])
+@pytest.mark.parametrize("bare", ["on_calls", "on_answer"])
+def test_compact_actions_with_the_note_on_one_kind_of_action_only(
+    hippo_index: Index, server: ScriptedServer, flat: bool, bare: str
+) -> None:
+    agent = notes_agent(hippo_index, server, {bare: False}, flat)
+    search, read, answer = ermengarde_actions(flat)
+    call_note = {"found": "She died on 20 March 851."} if bare == "on_answer" else {}
+    answer_note = {"found": "She died on 20 March 851."} if bare == "on_calls" else {}
     server.replies = [
         completion(json.dumps({"plan": ["her death"], **search})),
-        completion(json.dumps(read)),
-        completion(json.dumps(answer)),
+        completion(json.dumps({**call_note, **read})),
+        completion(json.dumps({**answer_note, **answer})),
     ]
     result = agent.run("When did Ermengarde of Tours die?")
     assert [s.tool for s in result.trajectory] == ["semantic_search", "chunk_read"]
+    assert result.trajectory[1].thought == call_note.get("found", "")
     assert result.answer == "20 March 851" and result.stop_reason == "answered"
+    assert agent.actions_label.endswith("note on tool calls only" if call_note else "note on the answer only")
     variants = server.requests[1]["response_format"]["json_schema"]["schema"]["anyOf"]
-    calls = [["keyword_search"], ["semantic_search"], ["chunk_read"]] if flat else [["action", "arguments"]] * 3
-    assert [v["required"] for v in variants] == [*calls, ["found", "answer"] if flat else ["found", "action", "answer"]]
+    calls = [[tool] for tool in TOOLS] if flat else [["action", "arguments"]] * 3
+    final = ["answer"] if flat else ["action", "answer"]
+    assert [v["required"] for v in variants] == [
+        *([*call_note, *call] for call in calls),
+        [*answer_note, *final],
+    ]
     prompt = server.requests[0]["messages"][0]["content"]
-    nested = '{"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}'
-    example = '{"keyword_search": ["Hamlet"]}' if flat else nested
-    assert example in prompt and '"found": "nothing yet"' not in prompt
-
-
-@pytest.mark.parametrize("flat", [True, False])
-def test_compact_actions_with_notes_on_tool_calls_only_leave_the_answer_bare(
-    hippo_index: Index, server: ScriptedServer, flat: bool
-) -> None:
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    notes = {"found_notes": {"on_answer": False}}
-    settings = AgentSettings(max_steps=3, policy=notes, action_mode="flat-json" if flat else "json")  # type: ignore[arg-type]
-    agent = Agent(hippo_index, model, settings, json_actions=True)
-    note = {"found": "nothing yet"}
-    if flat:
-        search, read = {"semantic_search": "when Ermengarde died"}, {"chunk_read": ["hit 1"]}
-        answer: dict[str, str] = {"answer": "20 March 851"}
+    if call_note:  # the answer's shape has no note, the example's calls have
+        assert ('{"answer": "..."}' if flat else '{"action": "final_answer", "answer": "..."}') in prompt
+        assert '"found": "nothing yet"' in prompt
     else:
-        search = {"action": "semantic_search", "arguments": {"query": "when Ermengarde died"}}
-        read = {"action": "chunk_read", "arguments": {"chunk_ids": ["hit 1"]}}
-        answer = {"action": "final_answer", "answer": "20 March 851"}
-    server.replies = [
-        completion(json.dumps({"plan": ["her death"], **note, **search})),
-        completion(json.dumps({"found": "She died on 20 March 851.", **read})),
-        completion(json.dumps(answer)),
-    ]
-    result = agent.run("When did Ermengarde of Tours die?")
-    assert [s.tool for s in result.trajectory] == ["semantic_search", "chunk_read"]
-    assert result.trajectory[1].thought == "She died on 20 March 851."
-    assert result.answer == "20 March 851" and result.stop_reason == "answered"
-    assert agent.actions_label.endswith(", note on tool calls only")
-    variants = server.requests[1]["response_format"]["json_schema"]["schema"]["anyOf"]
-    calls = [["found", t] for t in TOOLS] if flat else [["found", "action", "arguments"]] * 3
-    assert [v["required"] for v in variants] == [*calls, ["answer"] if flat else ["action", "answer"]]
-    prompt = server.requests[0]["messages"][0]["content"]
-    bare_answer = '{"answer": "..."}' if flat else '{"action": "final_answer", "answer": "..."}'
-    assert bare_answer in prompt and '"found": "nothing yet"' in prompt
+        nested = '{"action": "keyword_search", "arguments": {"keywords": ["William Shakespeare"]}}'
+        assert ('{"keyword_search": ["Hamlet"]}' if flat else nested) in prompt
+        assert '"found": "nothing yet"' not in prompt
 
 
 def test_an_answer_held_for_the_plan_stands_when_the_model_only_repeats_a_search(
