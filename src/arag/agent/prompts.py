@@ -64,7 +64,7 @@ def compact_format(
     note: str,
     plan: bool,
     note_on_calls: bool,
-    note_on_answer: bool = True,
+    note_on_answer: bool,
 ) -> str:
     """How the compact profile's JSON actions look: nested ({"action": …, "arguments": …}) or flat ({"<tool>":
     <argument>}); ``note`` is the free field ("found" with the found_notes policy, else "thought"), on every action,
