@@ -9,11 +9,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from arag.agent.actions import Action, ActionSpec, ToolCall
-from arag.agent.policies import POLICIES, Hold, Stands
+from arag.agent.policies import HOOK_ORDER, POLICIES, Hold, Policy, Stands
+from arag.agent.policies.base import register
 from arag.agent.policies.grounded_answer import mend_citations, says_nothing
-from arag.agent.profiles import load_profile
+from arag.agent.profiles import load_profile, resolve
 from arag.agent.prompts import READ_INSTEAD
 from arag.index import Index
+from arag.settings import AgentSettings
 from arag.tools.toolkit import TOOL_NAMES, ToolResult
 from conftest import fake_run, guarded_call
 
@@ -30,6 +32,41 @@ def test_every_policy_is_documented_and_in_a_profile_or_measured_out() -> None:
     for name, cls in POLICIES.items():
         assert cls.name == name and cls.summary and cls.__doc__ and len(cls.__doc__) > 80, name
     assert bundled <= set(POLICIES)
+
+
+def test_a_policy_switched_on_joins_at_its_place_in_the_hook_order() -> None:
+    assert sorted(HOOK_ORDER) == sorted(POLICIES) and len(set(HOOK_ORDER)) == len(HOOK_ORDER)
+    for profile in ("compact", "paper"):
+        listed = load_profile(profile).policies
+        assert listed == sorted(listed, key=HOOK_ORDER.index), profile
+
+    def bundle(*switches: str) -> list[str]:
+        return [cls.name for cls in resolve(AgentSettings(policies=list(switches)), local=True).policies]
+
+    compact = load_profile("compact").policies
+    with_check = bundle("+option_check")
+    assert with_check.index("option_check") == with_check.index("grounded_answer") - 1  # where it was measured
+    assert with_check == sorted(with_check, key=HOOK_ORDER.index) and len(with_check) == len(compact) + 1
+    assert bundle("-plan", "+plan") == compact  # off and on again: back in its own place
+    assert bundle("+confident_stop", "+same_name")[-2:] == ["same_name", "confident_stop"]
+    paper = [cls.name for cls in resolve(AgentSettings(policies=["+plan"]), local=False).policies]
+    assert paper == ["search_first", "plan"]
+
+
+def test_a_policy_its_user_registered_joins_at_the_end() -> None:
+    class Tally(Policy):
+        """Counts nothing and holds nothing: a policy a user registered, unknown to the hook order; it runs
+        after every packaged one."""
+
+        name = "tally_for_test"
+        summary = "a user's policy"
+
+    register(Tally)
+    try:
+        names = [cls.name for cls in resolve(AgentSettings(policies=["+tally_for_test"]), local=True).policies]
+        assert names[-1] == "tally_for_test" and names[:-1] == load_profile("compact").policies
+    finally:
+        del POLICIES["tally_for_test"]
 
 
 def test_search_first_offers_only_searches_on_the_first_constrained_action(hippo_index: Index) -> None:

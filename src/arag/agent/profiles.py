@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arag.agent.policies import POLICIES, Policy
+from arag.agent.policies import HOOK_ORDER, POLICIES, Policy
 from arag.errors import ConfigError
 from arag.settings import AgentSettings, ViewSettings
 from arag.tools.view import ResultView
@@ -77,11 +77,20 @@ def resolve(settings: AgentSettings, local: bool) -> Bundle:
         if sign == "-" and policy in names:
             names.remove(policy)
         elif sign == "+" and policy not in names:
-            names.append(policy)
+            names.insert(_place(names, policy), policy)
     unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ConfigError(f"profile {name}: unknown policies {unknown}; known: {', '.join(sorted(POLICIES))}")
     return Bundle(name, profile, [POLICIES[n] for n in names], result_view(profile.view, settings.view))
+
+
+def _place(names: list[str], policy: str) -> int:
+    """Where a policy switched on joins a bundle: before the first of its policies that comes after it in
+    HOOK_ORDER; at the end when none does or when it is not in HOOK_ORDER (a policy registered by its user)."""
+    if policy not in HOOK_ORDER:
+        return len(names)
+    rank = HOOK_ORDER.index(policy)
+    return next((i for i, name in enumerate(names) if name in HOOK_ORDER and HOOK_ORDER.index(name) > rank), len(names))
 
 
 def result_view(*layers: ViewSettings) -> ResultView:
