@@ -36,13 +36,30 @@ def fake_local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[_FakeSer
     return started
 
 
-def test_embedded_model_gets_lookup_decoding_from_settings(fake_local: list[_FakeServer]) -> None:
+@pytest.mark.parametrize("avx512", [True, False])
+def test_embedded_model_gets_lookup_decoding_from_settings_or_its_build(
+    fake_local: list[_FakeServer], monkeypatch: pytest.MonkeyPatch, avx512: bool
+) -> None:
+    monkeypatch.setattr(local_llm, "built_for_avx512", lambda: avx512)
     model, embedded = runtime.chat_model(Settings(), threads=2)
-    assert embedded and model.local and fake_local[0].options["lookup_tokens"] == LLMSettings().lookup_tokens == 0
+    assert LLMSettings().lookup_tokens is None  # unset: by the build
+    assert embedded and model.local and fake_local[0].options["lookup_tokens"] == (8 if avx512 else 0)
     runtime.chat_model(Settings(), threads=2)
     assert len(fake_local) == 1  # one server per process and options
-    runtime.chat_model(Settings(llm=LLMSettings(lookup_tokens=8)), threads=2)
-    assert len(fake_local) == 2 and fake_local[1].options["lookup_tokens"] == 8
+    runtime.chat_model(Settings(llm=LLMSettings(lookup_tokens=5)), threads=2)
+    assert len(fake_local) == 2 and fake_local[1].options["lookup_tokens"] == 5
+    runtime.chat_model(Settings(llm=LLMSettings(lookup_tokens=0)), threads=2)
+    # 0 is off on any build: a server of its own, or the default's where the default is off
+    assert [s.options["lookup_tokens"] for s in fake_local] == ([8, 5, 0] if avx512 else [0, 5])
+
+
+def test_the_build_check_reads_llama_cpps_own_account(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llama_build, "build_info", lambda: "CPU : AVX2 = 1 | AVX512 = 1 | OPENMP = 1 |")
+    assert local_llm.built_for_avx512()
+    monkeypatch.setattr(llama_build, "build_info", lambda: "CPU : AVX2 = 1 | AVX512 = 0 |")
+    assert not local_llm.built_for_avx512()
+    monkeypatch.setattr(llama_build, "build_info", lambda: None)  # no embedded model installed
+    assert not local_llm.built_for_avx512()
 
 
 def test_embedded_model_gets_flash_attention_from_settings(fake_local: list[_FakeServer]) -> None:

@@ -33,6 +33,7 @@ from arag.eval.runs import CONFIG, RESULTS, SUMMARY, mean_present, read_results,
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.models.llama_build import build_info
+from arag.models.local import lookup_tokens
 from arag.settings import IndexSettings, Settings, load_settings
 from arag.store import is_database_url
 
@@ -312,7 +313,7 @@ def run_method(
             "protocol": protocol,
             # the embedded model's speculative decoding and flash attention change near-tie tokens (rounding), so
             # they belong to a run's identity: a run directory is not resumed under another setting
-            "lookup_tokens": settings.llm.lookup_tokens if embedded else None,
+            "lookup_tokens": lookup_tokens(settings.llm) if embedded else None,
             "flash_attention": settings.llm.flash_attention if embedded else None,
         },
         "limit": limit,

@@ -24,7 +24,7 @@ def chat_model(
         if not llm.model:
             raise ConfigError("ARAG_BASE_URL is set but ARAG_MODEL is not: name the model to use")
         return ChatModel(llm, settings.prices), False
-    from arag.models.local import LocalServer, local_available, resolve_model
+    from arag.models.local import LocalServer, local_available, lookup_tokens, resolve_model
 
     if not local_available():
         raise ConfigError(
@@ -34,11 +34,12 @@ def chat_model(
         )
     path = resolve_model(local_model)
     # the agent and the judge share one server (the first one's threads)
-    key = f"{path}:{llm.lookup_tokens}:{llm.flash_attention}"
+    drafts = lookup_tokens(llm)
+    key = f"{path}:{drafts}:{llm.flash_attention}"
     server = _servers.get(key)
     if server is None:
         server = _servers[key] = LocalServer(
-            path, threads=threads, lookup_tokens=llm.lookup_tokens, flash_attention=llm.flash_attention
+            path, threads=threads, lookup_tokens=drafts, flash_attention=llm.flash_attention
         )
     local = llm.model_copy(
         update={

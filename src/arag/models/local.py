@@ -14,10 +14,13 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from arag.errors import ConfigError
 from arag.files import cache_dir, sha256_file
+
+if TYPE_CHECKING:
+    from arag.settings import LLMSettings
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,23 @@ def resolve_model(spec: str | None = None) -> Path:
 
 
 LOOKUP_NGRAM = 4  # tokens matched before a lookup draft is proposed (2-4 measured alike; 12 drafted too rarely)
+# Drafts paid on a build for this CPU's AVX-512 (a verified batch costs little more than one token there) and did
+# not on the AVX2 wheel, where a rejected draft cost nearly a decoding step per token (docs/benchmarks.md).
+LOOKUP_TOKENS_NATIVE = 8
+
+
+def lookup_tokens(llm: LLMSettings) -> int:
+    """The prompt-lookup draft length the embedded server runs with: the setting, or when it is unset, by build."""
+    if llm.lookup_tokens is not None:
+        return llm.lookup_tokens
+    return LOOKUP_TOKENS_NATIVE if built_for_avx512() else 0
+
+
+def built_for_avx512() -> bool:
+    """Whether the installed llama.cpp was compiled for AVX-512 (python -m arag.models.llama_build)."""
+    from arag.models.llama_build import build_info  # it imports this module
+
+    return "AVX512 = 1" in (build_info() or "")
 
 
 FLASH_ATTENTION = {"auto": -1, "off": 0, "on": 1}  # llama.cpp's llama_flash_attn_type
@@ -187,9 +207,7 @@ class LocalServer:
         params.flash_attn_type = FLASH_ATTENTION[flash_attention]
         if lookup_tokens:
             # prompt-lookup speculation: drafts the tokens that followed the last LOOKUP_NGRAM tokens earlier in
-            # the conversation and verifies them in one batch. Off by default: on identical calls on 2 cores it
-            # made generation 17 % slower (41 % of drafts rejected; benchmarks/bench_local_model.py), and a 0.5B
-            # draft model was slower still
+            # the conversation and verifies them in one batch (a 0.5B draft model instead was slower on 2 cores)
             params.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
             params.speculative.ngram_simple.size_n = LOOKUP_NGRAM
             params.speculative.ngram_simple.size_m = lookup_tokens
