@@ -51,20 +51,57 @@ def run_minus(out: Path, name: str, policy: str, ids: list[str], options: list[s
     return result.returncode
 
 
+def calls(record: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(s["tool"], json.dumps(s["arguments"], sort_keys=True)) for s in record["trajectory"]]
+
+
+def identical_ids(reference: dict[str, Any], check: dict[str, Any]) -> list[str]:
+    """The questions of a check run with the reference's answer and the reference's tool calls."""
+    base = {str(r["id"]): r for r in reference["records"]}
+    return [
+        str(r["id"])
+        for r in check["records"]
+        if str(r["id"]) in base
+        and r["prediction"] == base[str(r["id"])]["prediction"]
+        and calls(r) == calls(base[str(r["id"])])
+    ]
+
+
 def same_runs(reference: dict[str, Any], check_dir: Path) -> tuple[int, int]:
     """(questions, of them the same answer and the same calls) of a check run against the reference."""
     (check,) = load_runs([check_dir])
-    base = {str(r["id"]): r for r in reference["records"]}
+    return len(check["records"]), len(identical_ids(reference, check))
 
-    def calls(record: dict[str, Any]) -> list[tuple[str, str]]:
-        return [(s["tool"], json.dumps(s["arguments"], sort_keys=True)) for s in record["trajectory"]]
 
-    same = sum(
-        1
-        for r in check["records"]
-        if r["prediction"] == base[str(r["id"])]["prediction"] and calls(r) == calls(base[str(r["id"])])
-    )
-    return len(check["records"]), same
+def speed(reference_dir: Path, run_dir: Path) -> int:
+    """Time on the questions both runs did identically (the same answer, the same calls): a setting that changes
+    only speed, such as llama.cpp's drafts, compared on the same work."""
+    reference, run = load_runs([reference_dir, run_dir])
+    same = set(identical_ids(reference, run))
+    print(f"{len(same)} of {len(run['records'])} questions identical (the same answer and tool calls)")
+    if not same:
+        return 0
+    head = ["run", "question s", "generation s", "generated tokens", "prompt ms per new token"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    rows = []
+    for records in (reference["records"], run["records"]):
+        done = [r for r in records if str(r["id"]) in same]
+        model_calls = [c for r in done for c in r.get("model_calls") or []]
+        new_tokens = sum(c["prompt_tokens"] - (c.get("cached_tokens") or 0) for c in model_calls)
+        rows.append(
+            (
+                sum(float(r["latency_s"]) for r in done),
+                sum(c["generation_ms"] for c in model_calls) / 1000,
+                sum(c["completion_tokens"] for c in model_calls),
+                sum(c["prompt_ms"] for c in model_calls) / max(1, new_tokens),
+            )
+        )
+    base, other = rows
+    print("| " + " | ".join([reference_dir.name, *(f"{v:.1f}" for v in base)]) + " |")
+    cells = [f"{v:.1f} ({v / b:.2f}×)" if b else f"{v:.1f}" for b, v in zip(base, other, strict=True)]
+    print("| " + " | ".join([run_dir.name, *cells]) + " |")
+    return 0
 
 
 def run_ablation(
@@ -172,11 +209,16 @@ def main() -> int:
     show.add_argument("references", nargs="+", type=Path, help="the bundle's run directory on each dataset")
     show.add_argument("--runs", nargs="*", type=Path, default=[], help="ablation run directories")
     show.add_argument("--key-terms", type=Path, help="(re)score every answer by these key terms")
+    timing = commands.add_parser("speed", help="time on the questions two runs did identically")
+    timing.add_argument("reference", type=Path, help="a run directory")
+    timing.add_argument("run", type=Path, help="a run of the same questions with another setting")
     args = parser.parse_args()
     try:
         if args.command == "run":
             options = args.options[1:] if args.options[:1] == ["--"] else args.options
             return run_ablation(args.reference, args.out, options, args.policies, args.check)
+        if args.command == "speed":
+            return speed(args.reference, args.run)
         return table(args.references, args.runs, args.key_terms)
     except ARagError as exc:  # a run directory or a key-terms file that is not what it should be: one line
         print(f"error: {exc}", file=sys.stderr)

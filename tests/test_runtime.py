@@ -40,7 +40,8 @@ def fake_local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[_FakeSer
 def test_embedded_model_gets_lookup_decoding_from_settings_or_its_build(
     fake_local: list[_FakeServer], monkeypatch: pytest.MonkeyPatch, avx512: bool
 ) -> None:
-    monkeypatch.setattr(local_llm, "built_for_avx512", lambda: avx512)
+    info = "CPU : AVX2 = 1 | AVX512 = 1 |" if avx512 else "CPU : AVX2 = 1 |"
+    monkeypatch.setattr(llama_build, "build_info", lambda: info)
     model, embedded = runtime.chat_model(Settings(), threads=2)
     assert LLMSettings().lookup_tokens is None  # unset: by the build
     assert embedded and model.local and fake_local[0].options["lookup_tokens"] == (8 if avx512 else 0)
@@ -53,13 +54,10 @@ def test_embedded_model_gets_lookup_decoding_from_settings_or_its_build(
     assert [s.options["lookup_tokens"] for s in fake_local] == ([8, 5, 0] if avx512 else [0, 5])
 
 
-def test_the_build_check_reads_llama_cpps_own_account(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llama_build, "build_info", lambda: "CPU : AVX2 = 1 | AVX512 = 1 | OPENMP = 1 |")
-    assert local_llm.built_for_avx512()
-    monkeypatch.setattr(llama_build, "build_info", lambda: "CPU : AVX2 = 1 | AVX512 = 0 |")
-    assert not local_llm.built_for_avx512()
-    monkeypatch.setattr(llama_build, "build_info", lambda: None)  # no embedded model installed
-    assert not local_llm.built_for_avx512()
+def test_the_build_check_reads_llama_cpps_own_account() -> None:
+    assert llama_build.built_for_avx512("CPU : AVX2 = 1 | AVX512 = 1 | OPENMP = 1 |")
+    assert not llama_build.built_for_avx512("CPU : AVX2 = 1 | AVX512 = 0 |")
+    assert not llama_build.built_for_avx512(None)  # no embedded model installed
 
 
 def test_embedded_model_gets_flash_attention_from_settings(fake_local: list[_FakeServer]) -> None:

@@ -76,6 +76,11 @@ def build_info() -> str | None:
     return None if xllamacpp is None else " ".join(str(xllamacpp.get_system_info()).split())
 
 
+def built_for_avx512(info: str | None) -> bool:
+    """Whether a build_info() says llama.cpp was compiled for AVX-512 (by main below)."""
+    return "AVX512 = 1" in (info or "")
+
+
 def _installed_build_info() -> str:
     """build_info() of the package installed now, from a fresh process (this one may hold an older import)."""
     code = "from arag.models.llama_build import build_info; print(build_info() or '')"
@@ -160,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if options is None:
         print("llama.cpp: the prebuilt wheel fits this CPU (no AVX-512)")
         return 0
-    if "AVX512 = 1" in installed:
+    if built_for_avx512(installed):
         print(f"llama.cpp: already built for this CPU ({installed})")
         return 0
     version = importlib.metadata.version(PACKAGE)

@@ -142,14 +142,9 @@ def lookup_tokens(llm: LLMSettings) -> int:
     """The prompt-lookup draft length the embedded server runs with: the setting, or when it is unset, by build."""
     if llm.lookup_tokens is not None:
         return llm.lookup_tokens
-    return LOOKUP_TOKENS_NATIVE if built_for_avx512() else 0
+    from arag.models.llama_build import build_info, built_for_avx512  # it imports this module
 
-
-def built_for_avx512() -> bool:
-    """Whether the installed llama.cpp was compiled for AVX-512 (python -m arag.models.llama_build)."""
-    from arag.models.llama_build import build_info  # it imports this module
-
-    return "AVX512 = 1" in (build_info() or "")
+    return LOOKUP_TOKENS_NATIVE if built_for_avx512(build_info()) else 0
 
 
 FLASH_ATTENTION = {"auto": -1, "off": 0, "on": 1}  # llama.cpp's llama_flash_attn_type
