@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,8 +16,9 @@ from arag.agent.policies.base import register
 from arag.agent.policies.grounded_answer import mend_citations, says_nothing
 from arag.agent.profiles import load_profile, resolve
 from arag.agent.prompts import READ_INSTEAD
+from arag.corpus.build import build_index
 from arag.index import Index
-from arag.settings import AgentSettings
+from arag.settings import AgentSettings, IndexSettings
 from arag.tools.toolkit import TOOL_NAMES, ToolResult
 from conftest import fake_run, guarded_call
 
@@ -358,3 +361,45 @@ def test_titles_named_in_a_question_are_whole_words_of_document_titles(tmp_path)
     assert index.titles_named_in("What is in the release notes 2.0?") == ["release notes 2 0"]
     assert index.titles_named_in("Is Blue Lakes a film?") == []  # whole words only
     assert index.titles_named_in("Is it ok?") == []  # a title under 3 characters names nothing
+
+
+@pytest.mark.parametrize(
+    ("sentence", "asks"),
+    [
+        ("About bone cancer 5 What is bone cancer?", True),  # a guide's page header run into its heading
+        ("What tests are needed for starting treatment?", True),
+        ("Is it cancer?", True),
+        ('I Like Control "I Like Control" is a song by DJ Clue?', False),  # a statement whose name ends in "?"
+        ("Bone cancer can spread to the lungs.", False),
+        ("Who knows.", False),
+    ],
+)
+def test_a_sentence_that_asks_is_told_from_one_that_states(sentence: str, asks: bool) -> None:
+    from arag.agent.questions import asks_a_question
+
+    assert asks_a_question(sentence) is asks
+
+
+def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_question(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("guide")
+    text = "About bone cancer. What is bone cancer? Bone cancer can spread to the lungs. It starts in bone cells."
+    (folder / "corpus.json").write_text(json.dumps([{"title": "Bone", "text": text}]), encoding="utf-8")
+    build_index([folder / "corpus.json"], folder / "idx", IndexSettings(embedder="fake", threads=1))
+    index = Index.open(folder / "idx", threads=1)
+    run, _ = fake_run(index, question="What is bone cancer?")
+    chunk_id = "Bone#0"
+    sentences, scores = run.toolkit.question_scores(index.read([chunk_id])[0][0])
+    assert sentences[int(np.argmax(scores))] == "What is bone cancer?"  # the heading is nearest, by far
+    closest = run.closest_sentences([chunk_id], k=3)
+    assert closest and all(not e.sentence.endswith("?") for e in closest)
+    assert [e.sentence for e in closest] == sorted(
+        (s for s in sentences if not s.endswith("?")), key=lambda s: -float(scores[sentences.index(s)])
+    )[:3]
+    # a chunk of nothing but questions still gives its closest one: evidence of some kind beats none
+    (folder / "q.json").write_text(json.dumps([{"title": "Q", "text": "What is it? Why?"}]), encoding="utf-8")
+    build_index([folder / "q.json"], folder / "qidx", IndexSettings(embedder="fake", threads=1))
+    only_questions = Index.open(folder / "qidx", threads=1)
+    run, _ = fake_run(only_questions, question="What is it?")
+    assert run.closest_sentences(["Q#0"])[0].sentence.endswith("?")

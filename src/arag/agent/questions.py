@@ -1,4 +1,5 @@
-"""What the agent reads off a question before it starts: is it empty, is it either-or, is it yes/no."""
+"""What the agent reads off a question before it starts: is it empty, is it either-or, is it yes/no; and whether
+a sentence of the corpus is itself a question (a heading like "What is CML?", which answers nothing)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ _CHOICE = re.compile(r",\s*([^,?]{1,150}?)\s+or\s+([^,?]{1,150}?)\s*\?\s*$", re.
 # a question opened by an auxiliary verb expects yes or no ("Are both films American?", "Did she win?")
 _YES_NO = re.compile(
     r"^(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|should|shall|may|might|must)\s", re.I
+)
+
+# a sentence whose last clause asks something: "About bone cancer 5 What is bone cancer?", "Is it cancer?" — but not
+# a statement that happens to end in "?" ("… is a song by DJ Clue?")
+_ASKS = re.compile(
+    r"(?:\b(?:what|how|which|who|whom|whose|when|where|why)\b[^.!?]*\?\s*$)"
+    r"|(?:^(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have)\b[^.!?]*\?\s*$)",
+    re.I,
 )
 
 
@@ -42,3 +51,8 @@ def yes_no_question(question: str) -> bool:
     them."""
     text = question.removeprefix("Question:").strip()
     return bool(_YES_NO.match(text)) and " or " not in f" {text.lower()} "
+
+
+def asks_a_question(sentence: str) -> bool:
+    """Whether a sentence is a question (a guide's heading "What is bone cancer?"): never evidence for an answer."""
+    return bool(_ASKS.search(sentence.strip()))

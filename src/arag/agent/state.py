@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from arag.agent.actions import Action, ToolCall
 from arag.agent.prompts import REPEATED
+from arag.agent.questions import asks_a_question
 from arag.citations import resolve as resolve_citations
 from arag.errors import ARagError
 from arag.models.endpoint import ChatTurn, Usage
@@ -185,7 +186,9 @@ class RunState:
         return " ".join(" ".join(r.text.lower().split()) for r in records)
 
     def closest_sentences(self, chunk_ids: list[str], k: int = 1) -> list[Evidence]:
-        """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given)."""
+        """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given).
+        Sentences that are questions themselves — a guide's headings, "What is bone cancer?", close to any question
+        about it — come only when nothing else is left: they were offered, and returned as answers, in their place."""
         records, _ = self.toolkit.index.read(list(dict.fromkeys(chunk_ids)))
         found: list[Evidence] = []
         for record in records:
@@ -197,7 +200,8 @@ class RunState:
                 Evidence(float(score), text, record.chunk_id) for text, score in zip(sentences, scores, strict=True)
             ]
         found.sort(key=lambda e: -e.score)
-        return found[:k]
+        statements = [e for e in found if not asks_a_question(e.sentence)]
+        return (statements or found)[:k]
 
     def citations(self, answer: str) -> list[dict[str, Any]]:
         """Chunk ids cited in the answer, each verified against the chunks this run actually returned."""
