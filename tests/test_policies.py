@@ -380,6 +380,13 @@ def test_a_sentence_that_asks_is_told_from_one_that_states(sentence: str, asks: 
     assert asks_a_question(sentence) is asks
 
 
+@given(st.text(max_size=400))
+def test_only_a_sentence_ending_in_a_question_mark_asks(sentence: str) -> None:
+    from arag.agent.questions import asks_a_question
+
+    assert asks_a_question(sentence) is False or sentence.rstrip().endswith("?")
+
+
 def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_question(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
