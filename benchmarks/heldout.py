@@ -37,7 +37,8 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=40)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = {
+    # dataset: (corpus, question type, the dev selections as (limit, seed), the held-out sample, its options)
+    runs: dict[str, tuple[str, str | None, list[tuple[int, int | None]], int, str]] = {
         "2wikimultihopqa": ("corpus", None, [(100, 0), (100, None)], 300, "--corpus corpus --limit 300 --seed 1"),
         "graphrag-bench-medical": (
             "auto",
