@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from arag.agent import Agent
 from arag.agent.actions import ActionSpec, action_schema
 from arag.agent.policies.short_answer import CAP_MARGIN, whole_sentences
-from arag.agent.prompts import READ_INSTEAD
+from arag.agent.prompts import PHRASE_ANSWER, READ_INSTEAD
 from arag.errors import ConfigError
 from arag.index import Index
 from arag.models.endpoint import ChatModel
@@ -1225,3 +1225,31 @@ def test_compact_profile_end_to_end_from_the_loops_opening_search(hippo_index: I
     assert "search_first" not in acted  # the loop had searched: the model could answer at once
     first = server.requests[0]
     assert first["messages"][-1]["content"].startswith(f'semantic_search "{question}"')
+
+
+def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    question = "When did Ermengarde of Tours die?"
+    given = "Ermengarde of Tours was a queen of the Franks."  # a sentence, where a date was asked for
+    sentence = completion(json.dumps({"found": "x", "answer": given}))
+    search_read = [action("keyword_search", keywords=["Ermengarde"]), action("chunk_read", chunk_ids=["hit 1"])]
+    server.replies = [*search_read, sentence, completion("20 March 851")]
+    agent = local_json_agent(hippo_index, server, max_steps=4, policies=["+phrase_answer"])
+    result = agent.run(question)
+    assert result.stop_reason == "answered" and result.answer == "20 March 851 [chunk Ermengarde of Tours#0]"
+    assert result.policies_acted["phrase_answer"] == 1 and len(result.model_calls) == 4 == len(server.requests)
+    reread = server.requests[-1]
+    assert "response_format" not in reread and "tools" not in reread  # a plain reply: no grammar, no tools
+    assert reread["messages"][0]["content"] == PHRASE_ANSWER and reread["messages"][1]["content"].endswith(question)
+    assert "[chunk Ermengarde of Tours#0]" in reread["messages"][1]["content"]
+    # the reread failing (the endpoint, or a reply that names nothing) costs the reread, not the answer
+    for reply in ((500, {"error": {"message": "out of memory"}}), completion("unknown")):
+        server.replies = [*search_read, sentence, reply]
+        kept = agent.run(question)
+        assert kept.stop_reason == "answered" and kept.answer == given and not kept.error
+    # at the step limit the forced answer is reread too
+    forced_sentence = completion(json.dumps({"found": "x", "answer": "She was a queen of the Franks, I read."}))
+    server.replies = [*search_read, forced_sentence, completion("851")]
+    forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+phrase_answer"]).run(question)
+    assert forced.stop_reason == "max_steps" and forced.answer == "851 [chunk Ermengarde of Tours#0]"

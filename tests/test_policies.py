@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from arag.agent.actions import Action, ActionSpec, ToolCall
-from arag.agent.policies import HOOK_ORDER, POLICIES, Hold, Policy, Stands
+from arag.agent.policies import HOOK_ORDER, POLICIES, Hold, Policy, Reread, Stands
 from arag.agent.policies.base import register
 from arag.agent.policies.grounded_answer import mend_citations, says_nothing
 from arag.agent.profiles import load_profile, resolve
-from arag.agent.prompts import READ_INSTEAD
+from arag.agent.prompts import PHRASE_ANSWER, READ_INSTEAD
 from arag.corpus.build import build_index
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
@@ -410,3 +410,99 @@ def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_ques
     only_questions = Index.open(folder / "qidx", threads=1)
     run, _ = fake_run(only_questions, question="What is it?")
     assert run.closest_sentences(["Q#0"])[0].sentence.endswith("?")
+
+
+def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_index: Index) -> None:
+    question = "When did Ermengarde of Tours die?"
+    run, (policy,) = fake_run(hippo_index, "phrase_answer", question=question)
+    sentence = "Ermengarde of Tours was a queen of the Franks."
+    assert policy.reread(run, sentence) is None  # nothing read: the model's answer stands
+    guarded_call(run, [policy], "keyword_search", {"keywords": ["Ermengarde"]})
+    assert policy.reread(run, sentence) is None  # snippets are not a read
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    # a short answer is the phrase the prompt asks for: it stands (citations are not words)
+    assert policy.reread(run, "20 March 851 [chunk Ermengarde of Tours#0] [chunk Hucbert#0]") is None
+    reread = policy.reread(run, sentence)
+    assert isinstance(reread, Reread)
+    for asks_options in ("Did Ermengarde of Tours die in 851?", "Who died first, Ermengarde of Tours or Hucbert?"):
+        other, (same,) = fake_run(hippo_index, "phrase_answer", question=asks_options)
+        guarded_call(other, [same], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+        assert same.reread(other, sentence) is None  # its answer is yes or no, or an option: a phrase already
+    system, user = reread.messages
+    assert system == {"role": "system", "content": PHRASE_ANSWER} and "short phrase" in system["content"]
+    record = hippo_index.read(["Ermengarde of Tours#0"])[0][0]
+    assert user["role"] == "user" and user["content"] == (
+        f"Text read:\n[chunk Ermengarde of Tours#0]\n{record.text.strip()}\n\nQuestion: {question}"
+    )
+    # the phrase, cleaned of a label, quotes and its own citations; cited by the read chunk that contains it
+    reply = 'Answer: "20 March 851" [chunk X#1]\nbecause …'
+    assert reread.answer(reply) == "20 March 851 [chunk Ermengarde of Tours#0]"
+    assert run.acted == {"phrase_answer": 1}
+    assert reread.answer("851 BC") == "851 BC"  # in no chunk read: no citation made up
+    for nothing in ("", "  ", "Unknown.", "not mentioned", "I cannot answer that"):
+        assert reread.answer(nothing) == sentence  # the model's answer stands
+    # the model's own verified citations are kept; one it was never shown is not
+    cited = policy.reread(run, "She died in 851 in Tours, I read. [chunk Ermengarde of Tours#0] [chunk Made up#1]")
+    assert cited is not None and cited.answer("851") == "851 [chunk Ermengarde of Tours#0]"
+
+
+def test_phrase_answer_keeps_to_this_questions_reads_and_its_token_budget(hippo_index: Index) -> None:
+    from arag.agent.state import RunState
+
+    question = "When did Ermengarde of Tours die?"
+    first, (policy,) = fake_run(hippo_index, "phrase_answer", question="Who was Hucbert?")
+    guarded_call(first, [policy], "chunk_read", {"chunk_ids": ["Hucbert#0"]})
+    # the next question of a conversation shares the tracker: what it read before is not this question's text
+    run = RunState(question, "system", first.toolkit, first.settings, lambda call, text: {"role": "user"})
+    sentence = "Ermengarde of Tours died in the year 851."
+    assert policy.reread(run, sentence) is None
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0", "Lothair II#0"]})
+    assert run.read_this_question() == ["Ermengarde of Tours#0", "Lothair II#0"]
+    reread = policy.reread(run, sentence)
+    assert reread is not None and "Hucbert#0" not in reread.messages[1]["content"]
+    assert "[chunk Ermengarde of Tours#0]" in reread.messages[1]["content"]
+
+
+def test_phrase_answer_reads_off_at_most_its_token_budget(tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("long")
+    docs = [{"title": t, "text": " ".join(f"{t} fact number {i} is stated here." for i in range(16))} for t in "AB"]
+    (folder / "corpus.json").write_text(json.dumps(docs), encoding="utf-8")
+    build_index([folder / "corpus.json"], folder / "idx", IndexSettings(embedder="fake", threads=1))
+    index = Index.open(folder / "idx", threads=1)
+    sizes = [r.n_tokens for r in index.read(["A#0", "B#0"])[0]]
+    assert all(100 < n < 200 for n in sizes)  # the premise: one chunk fits in 200 tokens, both do not
+    for budget, shown in ((1000, ["A#0", "B#0"]), (200, ["A#0"]), (100, [])):
+        run, (policy,) = fake_run(index, "phrase_answer", question="What is fact 3?")
+        run.settings.policy.phrase_answer.text_tokens = budget
+        run.settings.policy.phrase_answer.min_words = 0  # every answer, the shortest too
+        guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["A#0", "B#0"]})
+        reread = policy.reread(run, "fact 3")
+        text = reread.messages[1]["content"] if reread else ""
+        assert [c for c in ("A#0", "B#0") if f"[chunk {c}]" in text] == shown
+        assert (reread is None) == (not shown)  # nothing within the budget: the model's answer stands
+
+
+@given(reply=st.text(max_size=300))
+def test_a_reread_reply_of_any_shape_gives_one_line_that_says_something_or_the_models_answer(
+    hippo_index: Index, reply: str
+) -> None:
+    run, (policy,) = fake_run(hippo_index, "phrase_answer", question="When did Ermengarde of Tours die?")
+    run.toolkit.tracker.read_ids.add("Ermengarde of Tours#0")
+    run.toolkit.tracker.seen_ids.add("Ermengarde of Tours#0")
+    run.offered["Ermengarde of Tours#0"] = None
+    given = "She died in the year 851, in Tours. [chunk Ermengarde of Tours#0]"
+    reread = policy.reread(run, given)
+    assert reread is not None
+    answer = reread.answer(reply)
+    assert answer == given or (
+        "\n" not in answer.strip() and not says_nothing(answer) and answer.endswith("[chunk Ermengarde of Tours#0]")
+    )
+
+
+def test_a_rambling_reread_reply_is_cut_to_the_answer_cap(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "phrase_answer", question="When did Ermengarde of Tours die?")
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    reread = policy.reread(run, "She died in the year 851, in Tours.")
+    assert reread is not None
+    answer = reread.answer("She died in 851. " * 40)
+    assert len(answer) <= 200 and answer.endswith("851.") and answer.count("She died") < 15

@@ -251,6 +251,25 @@ class ClosestSentenceSettings(BaseModel):
     )
 
 
+class PhraseAnswerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_words: int = Field(
+        7,
+        ge=0,
+        le=1000,
+        description="An answer of at least this many words, its citations aside, is reread: a sentence where the "
+        "prompt asks for a name, a date or a number (0: every answer). On 2Wiki rereading short answers too lost "
+        "multi-hop answers the model had composed (docs/results.md).",
+    )
+    text_tokens: int = Field(
+        3000,
+        ge=100,
+        le=100_000,
+        description="Most tokens of read text the phrase is read off (the chunks read first, as they were shown).",
+    )
+
+
 class ConfidentStopSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -282,6 +301,9 @@ class PolicySettings(BaseModel):
     )
     closest_sentence: ClosestSentenceSettings = Field(
         default_factory=ClosestSentenceSettings, description="closest_sentence: when the sentence is named."
+    )
+    phrase_answer: PhraseAnswerSettings = Field(
+        default_factory=PhraseAnswerSettings, description="phrase_answer: how much read text the phrase comes from."
     )
     confident_stop: ConfidentStopSettings = Field(
         default_factory=ConfidentStopSettings, description="confident_stop: the confidence that ends the search."

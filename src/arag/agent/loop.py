@@ -71,14 +71,14 @@ class Agent:
                     if action.calls:
                         self._call_tools(run, policies, action.calls)
                     elif action.answer and not self._held(run, policies, action.answer):
-                        run.finish(action.answer, "answered")
+                        self._answer(run, policies, action.answer, "answered")
                     elif not action.answer:
                         run.tell(prompts.EMPTY_REPLY)
                         self._end_step(run, stalled=True)
                 if run.stop_reason not in ("answered", "cancelled"):  # the step limit, a budget or a stall
                     run.trace.step(run.steps + 1, final=True)
                     run.tell(prompts.FINAL[self.bundle.profile.final_prompt])
-                    run.finish(self._act(run, policies, final=True).answer, run.stop_reason)
+                    self._answer(run, policies, self._act(run, policies, final=True).answer, run.stop_reason)
             except TimeBudgetExceeded as exc:
                 run.fail("time_budget", f"{exc} ({self.settings.time_budget_s:g} s, setting agent.time_budget_s)")
             except LLMError as exc:
@@ -166,6 +166,22 @@ class Agent:
         run.record_action(action)
         return action
 
+    def _answer(self, run: RunState, policies: list[Policy], answer: str, reason: str | None) -> None:
+        """End the run with ``answer``, as the policies' rereads turn it (each one more model call, no tools)."""
+        for policy in policies:
+            if not answer or (reread := policy.reread(run, answer)) is None:
+                continue
+            if self.on_model_call:
+                self.on_model_call(len(run.model_calls))
+            started = time.perf_counter()
+            try:
+                turn = self.model.complete(reread.messages, deadline=run.deadline)
+            except (TimeBudgetExceeded, LLMError):  # the reread is an extra: its failure costs it, not the answer
+                continue
+            run.record_turn(turn, time.perf_counter() - started, False, getattr(self.model, "model", ""))
+            answer = reread.answer(turn.content or "")
+        run.finish(answer, reason)
+
     def _held(self, run: RunState, policies: list[Policy], answer: str) -> bool:
         """Whether a policy sends the answer back (once per kind; a held answer costs no tool step)."""
         for policy in policies:
@@ -188,7 +204,7 @@ class Agent:
             if run.is_repeat(call):
                 outcome = next((o for p in policies if (o := p.on_repeat(run, call)) is not None), None)
                 if isinstance(outcome, Stands):
-                    run.finish(outcome.answer, "answered")
+                    self._answer(run, policies, outcome.answer, "answered")
                     return
                 result = outcome or run.refusal(call, prompts.REFUSED)
                 stalled = outcome is None

@@ -112,6 +112,10 @@ def compact_format(
 
 
 # ---------------------------------------------------------------- what the loop says
+# Naive RAG's instruction (arag.eval.methods), and phrase_answer's: the answer read off the text in one call
+SHORT_PHRASE = "Answer the question with a short phrase (a name, date, number or yes/no), no explanation."
+PHRASE_ANSWER = SHORT_PHRASE + " Use the text read."
+PHRASE_ANSWER_TEXT = "Text read:\n{text}\n\nQuestion: {question}"
 FINAL = {
     "paper": "Stop searching now. Answer the question from what you have gathered, citing chunks as [chunk ID].",
     "compact": (

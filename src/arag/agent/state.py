@@ -180,6 +180,11 @@ class RunState:
     def is_repeat(self, call: ToolCall) -> bool:
         return self.call_key(call) in self.done
 
+    def read_this_question(self) -> list[str]:
+        """The chunks read for this question (not a conversation's earlier ones), in the order they were shown."""
+        new = self.read_ids - self._before[1]
+        return [c for c in self.offered if c in new] + sorted(new - self.offered.keys())
+
     def read_text(self) -> str:
         """The text of every chunk read so far, lower-cased, whitespace folded."""
         records, _ = self.toolkit.index.read(sorted(self.read_ids))

@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from arag.agent import Agent
+from arag.agent import Agent, prompts
 from arag.corpus.chunking import count_tokens
 from arag.index import Index
 from arag.models.endpoint import ChatModel, Usage
@@ -27,7 +27,7 @@ METHODS: dict[str, list[ToolName] | None] = {
     "arag-no-semantic": ["keyword_search", "chunk_read"],
     "arag-no-read": ["keyword_search", "semantic_search"],
 }
-ANSWER_PROMPT = "Answer the question with a short phrase (a name, date, number or yes/no), no explanation."
+ANSWER_PROMPT = prompts.SHORT_PHRASE
 NAIVE_PROMPT = ANSWER_PROMPT + " Use the retrieved chunks."
 
 

@@ -15,6 +15,7 @@ from arag.agent.policies import (  # noqa: F401 - each module registers its poli
     new_text_reads,
     opening_search,
     option_check,
+    phrase_answer,
     plan,
     read_allowance,
     read_before_answer,
@@ -27,7 +28,7 @@ from arag.agent.policies import (  # noqa: F401 - each module registers its poli
     supported_answer,
     switch_search,
 )
-from arag.agent.policies.base import POLICIES, Hold, Policy, Stands, register
+from arag.agent.policies.base import POLICIES, Hold, Policy, Reread, Stands, register
 
 # Every policy, in the order their hooks are asked. The compact profile lists its own in this order;
 # option_check held answers before grounded_answer while it was in the default, and the policies beyond the
@@ -50,9 +51,10 @@ HOOK_ORDER: tuple[str, ...] = (
     "switch_search",
     "stall_answer",
     "closest_sentence",
+    "phrase_answer",
     "supported_answer",
     "same_name",
     "confident_stop",
 )
 
-__all__ = ["HOOK_ORDER", "POLICIES", "Hold", "Policy", "Stands", "register"]
+__all__ = ["HOOK_ORDER", "POLICIES", "Hold", "Policy", "Reread", "Stands", "register"]

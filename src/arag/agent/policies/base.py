@@ -11,6 +11,9 @@
 * ``after_result(run, result)`` — every result the model is about to see, its own calls' and the reads the loop
   makes for it: add to what it says.
 
+* ``reread(run, answer)`` — once no policy holds the answer back (the forced one too): return a :class:`Reread` for
+  one more model call, without tools, whose reply the policy turns into the answer the run ends with.
+
 And ``start(run)`` once per question, ``opening(run)`` for a call the loop makes for the model before its first
 action, ``revise(run, answer)`` on every answer the model gives (the forced one
 too). A policy keeps its own state: the loop makes a new instance for every question.
@@ -18,6 +21,7 @@ too). A policy keeps its own state: the loop makes a new instance for every ques
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -37,6 +41,15 @@ class Hold:
     message: str
     read: list[str] = field(default_factory=list)
     why: str = ""  # for a read: when it is made ("before its answer from snippets")
+
+
+@dataclass
+class Reread:
+    """One more model call before the run ends: ``messages`` (no tools, no grammar); ``answer`` turns its reply
+    into the final answer (an empty or unusable reply: the answer the model gave)."""
+
+    messages: list[dict[str, str]]
+    answer: Callable[[str], str]
 
 
 @dataclass
@@ -75,6 +88,10 @@ class Policy:
 
     def on_answer(self, run: RunState, answer: str) -> Hold | None:
         """Hold an answer back once, or let it stand (None)."""
+        return None
+
+    def reread(self, run: RunState, answer: str) -> Reread | None:
+        """One more model call that turns the final answer into another (None: the answer stands)."""
         return None
 
     def on_repeat(self, run: RunState, call: ToolCall) -> ToolResult | Stands | None:

@@ -1,0 +1,79 @@
+"""phrase_answer: an answer written as a sentence is read off the text read again, as a short phrase."""
+
+from __future__ import annotations
+
+import re
+
+from arag.agent import prompts
+from arag.agent.policies.base import Policy, Reread, register
+from arag.agent.policies.grounded_answer import says_nothing
+from arag.agent.policies.short_answer import whole_sentences
+from arag.agent.questions import choice_options, yes_no_question
+from arag.agent.state import RunState
+from arag.corpus.chunking import count_tokens
+from arag.errors import ARagError
+from arag.eval.metrics import normalize_answer
+
+_LEADING_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*", re.I)
+_CITATIONS = re.compile(r"\s*\[chunks?\b[^\]]*\]", re.I)  # the phrase is cited by the chunks read, below
+
+
+@register
+class PhraseAnswer(Policy):
+    """A 1.5B model that read the sentence holding the answer often answered with another sentence of the same
+    text, one that restates the question ("Tumor markers are used in ovarian cancer diagnosis." for "Which tumor
+    markers are used in ovarian cancer diagnosis?", the text read naming CA-125): writing a sentence, it took the
+    easiest one. Asked for a short phrase over the same text, as Naive RAG asks, it names the thing asked for.
+    So when the model answers (or must) with a sentence (``agent.policy.phrase_answer.min_words``) where the prompt
+    asks for a name, a date or a number, one more call without tools gives it the text it read this question, as
+    it was shown, and the question; the phrase it replies is the answer, with the chunks the model cited (else
+    the read chunks that contain the phrase). A short answer stands: on 2Wiki, rereading those too lost answers
+    the model had composed over two hops; so does the answer to an either-or or a yes/no question (its options
+    are the phrase; a film's twelve-word title, reread, became the other film). Nothing read, or no usable reply:
+    the model's answer stands."""
+
+    name = "phrase_answer"
+    summary = "an answer written as a sentence is read off the text read again, as a short phrase, in one more call"
+
+    def reread(self, run: RunState, answer: str) -> Reread | None:
+        if choice_options(run.question) or yes_no_question(run.question):
+            return None  # its answer is one of the question's options, or yes or no: a phrase already
+        read = run.read_this_question()
+        if not read or len(_CITATIONS.sub(" ", answer).split()) < self.settings.policy.phrase_answer.min_words:
+            return None
+        budget = self.settings.policy.phrase_answer.text_tokens
+        records, _ = run.toolkit.index.read(read)
+        pieces: list[tuple[str, str]] = []
+        for record in records:
+            try:
+                text = run.toolkit.presenter.read_view(record)[1]
+            except ARagError:  # the read shows what it can; the answer stands without it
+                return None
+            cost = count_tokens(text, run.toolkit.encoding)
+            if cost > budget:
+                break
+            budget -= cost
+            pieces.append((record.chunk_id, text))
+        if not pieces:
+            return None
+        text = "\n\n".join(f"[chunk {chunk_id}]\n{shown}" for chunk_id, shown in pieces)
+        messages = [
+            {"role": "system", "content": prompts.PHRASE_ANSWER},
+            {"role": "user", "content": prompts.PHRASE_ANSWER_TEXT.format(text=text, question=run.question)},
+        ]
+
+        def phrase(reply: str) -> str:
+            first = next((line for line in reply.splitlines() if line.strip()), "")
+            cleaned = _CITATIONS.sub("", _LEADING_LABEL.sub("", first)).strip().strip("\"'").strip()
+            cap = self.settings.policy.short_answer.max_chars  # as long as the model's own answer may be
+            cleaned = whole_sentences(cleaned[:cap], cap)
+            if says_nothing(cleaned, yes_no_question(run.question)):
+                return answer  # a placeholder or a refusal: the model's own answer stands
+            self.acted(run)
+            cited = [c["chunk_id"] for c in run.citations(answer) if c["verified"]]
+            if not cited:
+                wanted = normalize_answer(cleaned)
+                cited = [chunk_id for chunk_id, shown in pieces if wanted and wanted in normalize_answer(shown)]
+            return " ".join([cleaned, *(f"[chunk {c}]" for c in cited)])
+
+        return Reread(messages, phrase)
