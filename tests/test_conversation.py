@@ -108,3 +108,21 @@ def test_a_conversation_scoped_by_a_filter_stays_in_it(hippo_index: Index, serve
     chat = Conversation(agent_for(hippo_index, server), where="title=Waldrada")
     result = chat.ask("Who was Lothair II's mother?")
     assert "Waldrada#0" in result.trajectory[0].observation and "Lothair II#0" not in result.trajectory[0].observation
+
+
+def test_a_reread_answer_is_what_the_next_turn_sees(hippo_index: Index, server: ScriptedServer) -> None:
+    model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="m", max_retries=0))
+    agent = Agent(hippo_index, model, AgentSettings(profile="paper", policies=["+phrase_answer"]))
+    server.replies = [
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})]),
+        completion("Ermengarde of Tours was a queen, and she died in March."),  # a sentence: reread
+        completion("20 March 851"),  # the phrase
+        completion("Hugh of Tours [chunk Ermengarde of Tours#0]."),  # turn 2
+    ]
+    chat = Conversation(agent)
+    first = chat.ask("When did Ermengarde of Tours die?")
+    assert first.answer == "20 March 851 [chunk Ermengarde of Tours#0]"
+    chat.ask("Who was her father?")
+    history = server.requests[-1]["messages"]
+    assert history[-2] == {"role": "assistant", "content": f"Answer: {first.answer}"}
+    assert history[-1] == {"role": "user", "content": "Question: Who was her father?"}

@@ -438,6 +438,7 @@ def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_in
     reply = 'Answer: "20 March 851" [chunk X#1]\nbecause …'
     assert reread.answer(reply) == "20 March 851 [chunk Ermengarde of Tours#0]"
     assert run.acted == {"phrase_answer": 1}
+    assert reread.answer(sentence) == sentence and run.acted == {"phrase_answer": 1}  # the same sentence: no change
     assert reread.answer("851 BC") == "851 BC"  # in no chunk read: no citation made up
     for nothing in ("", "  ", "Unknown.", "not mentioned", "I cannot answer that"):
         assert reread.answer(nothing) == sentence  # the model's answer stands

@@ -67,8 +67,8 @@ class PhraseAnswer(Policy):
             cleaned = _CITATIONS.sub("", _LEADING_LABEL.sub("", first)).strip().strip("\"'").strip()
             cap = self.settings.policy.short_answer.max_chars  # as long as the model's own answer may be
             cleaned = whole_sentences(cleaned[:cap], cap)
-            if says_nothing(cleaned, yes_no_question(run.question)):
-                return answer  # a placeholder or a refusal: the model's own answer stands
+            if says_nothing(cleaned, yes_no_question(run.question)) or cleaned == _CITATIONS.sub("", answer).strip():
+                return answer  # a placeholder, a refusal or the answer again: the model's own answer stands
             self.acted(run)
             cited = [c["chunk_id"] for c in run.citations(answer) if c["verified"]]
             if not cited:
