@@ -303,7 +303,7 @@ class PolicySettings(BaseModel):
         default_factory=ClosestSentenceSettings, description="closest_sentence: when the sentence is named."
     )
     phrase_answer: PhraseAnswerSettings = Field(
-        default_factory=PhraseAnswerSettings, description="phrase_answer: how much read text the phrase comes from."
+        default_factory=PhraseAnswerSettings, description="phrase_answer: which answers are reread, over what."
     )
     confident_stop: ConfidentStopSettings = Field(
         default_factory=ConfidentStopSettings, description="confident_stop: the confidence that ends the search."

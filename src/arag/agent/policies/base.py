@@ -10,7 +10,6 @@
   so in the result), or take note of the result.
 * ``after_result(run, result)`` — every result the model is about to see, its own calls' and the reads the loop
   makes for it: add to what it says.
-
 * ``reread(run, answer)`` — once no policy holds the answer back (the forced one too): return a :class:`Reread` for
   one more model call, without tools, whose reply the policy turns into the answer the run ends with.
 

@@ -10,12 +10,12 @@ from arag.agent.policies.grounded_answer import says_nothing
 from arag.agent.policies.short_answer import whole_sentences
 from arag.agent.questions import choice_options, yes_no_question
 from arag.agent.state import RunState
+from arag.citations import without_citations
 from arag.corpus.chunking import count_tokens
 from arag.errors import ARagError
 from arag.eval.metrics import normalize_answer
 
 _LEADING_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*", re.I)
-_CITATIONS = re.compile(r"\s*\[chunks?\b[^\]]*\]", re.I)  # the phrase is cited by the chunks read, below
 
 
 @register
@@ -39,7 +39,7 @@ class PhraseAnswer(Policy):
         if choice_options(run.question) or yes_no_question(run.question):
             return None  # its answer is one of the question's options, or yes or no: a phrase already
         read = run.read_this_question()
-        if not read or len(_CITATIONS.sub(" ", answer).split()) < self.settings.policy.phrase_answer.min_words:
+        if not read or len(without_citations(answer).split()) < self.settings.policy.phrase_answer.min_words:
             return None
         budget = self.settings.policy.phrase_answer.text_tokens
         records, _ = run.toolkit.index.read(read)
@@ -64,10 +64,10 @@ class PhraseAnswer(Policy):
 
         def phrase(reply: str) -> str:
             first = next((line for line in reply.splitlines() if line.strip()), "")
-            cleaned = _CITATIONS.sub("", _LEADING_LABEL.sub("", first)).strip().strip("\"'").strip()
+            cleaned = without_citations(_LEADING_LABEL.sub("", first)).strip("\"'").strip()  # cited below
             cap = self.settings.policy.short_answer.max_chars  # as long as the model's own answer may be
             cleaned = whole_sentences(cleaned[:cap], cap)
-            if says_nothing(cleaned, yes_no_question(run.question)) or cleaned == _CITATIONS.sub("", answer).strip():
+            if says_nothing(cleaned, yes_no_question(run.question)) or cleaned == without_citations(answer):
                 return answer  # a placeholder, a refusal or the answer again: the model's own answer stands
             self.acted(run)
             cited = [c["chunk_id"] for c in run.citations(answer) if c["verified"]]
