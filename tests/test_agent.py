@@ -1239,6 +1239,9 @@ def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
     result = agent.run(question)
     assert result.stop_reason == "answered" and result.answer == "20 March 851 [chunk Ermengarde of Tours#0]"
     assert result.policies_acted["phrase_answer"] == 1 and len(result.model_calls) == 4 == len(server.requests)
+    # the answer before the reread is kept in the result, as what the reread changed
+    assert result.rereads == [{"policy": "phrase_answer", "before": given, "after": result.answer}]
+    assert result.to_dict()["rereads"] == result.rereads
     reread = server.requests[-1]
     assert "response_format" not in reread and "tools" not in reread  # a plain reply: no grammar, no tools
     assert reread["messages"][0]["content"] == PHRASE_ANSWER and reread["messages"][1]["content"].endswith(question)
@@ -1247,7 +1250,7 @@ def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
     for reply in ((500, {"error": {"message": "out of memory"}}), completion("unknown")):
         server.replies = [*search_read, sentence, reply]
         kept = agent.run(question)
-        assert kept.stop_reason == "answered" and kept.answer == given and not kept.error
+        assert kept.stop_reason == "answered" and kept.answer == given and not kept.error and kept.rereads == []
     # at the step limit the forced answer is reread too
     forced_sentence = completion(json.dumps({"found": "x", "answer": "She was a queen of the Franks, I read."}))
     server.replies = [*search_read, forced_sentence, completion("851")]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from arag.corpus.build import build_index
-from arag.embedding.embedders import FakeEmbedder, OpenAIEmbedder, load_embedder
+from arag.embedding.embedders import FakeEmbedder, OpenAIEmbedder, instruction_prefixes, load_embedder
 from arag.errors import EmbedderError
 from arag.index import Index
 from arag.settings import IndexSettings
@@ -38,6 +38,25 @@ def test_openai_compatible_embeddings_endpoint(
     index = Index.open(tmp_path / "idx")
     assert index.manifest.embedder["dims"] == 8
     assert index.semantic_search("Lothair", 1)[0].chunk_id == "guide.md#0"
+
+
+def test_an_endpoint_model_trained_with_prefixes_gets_them_on_queries_and_passages(
+    tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARAG_EMBED_BASE_URL", server.base_url)
+    plain = load_embedder("openai:text-embedding-3-small")
+    e5 = load_embedder("openai:intfloat/e5-small-v2")
+    server.embedding_requests.clear()
+    e5.embed_documents(["Lothair II died in 869."])
+    e5.embed_query("When did Lothair II die?")
+    plain.embed_query("When did Lothair II die?")
+    sent = [text for request in server.embedding_requests for text in request["input"]]
+    assert sent == ["passage: Lothair II died in 869.", "query: When did Lothair II die?", "When did Lothair II die?"]
+    # the stored vectors differ with the prefixes: so does the fingerprint an index is checked against
+    assert "prefixes" in e5.fingerprint and "prefixes" not in plain.fingerprint
+    assert instruction_prefixes("nomic-ai/nomic-embed-text-v1.5") == ("search_query: ", "search_document: ")
+    assert instruction_prefixes("intfloat/multilingual-e5-large-instruct") == ("", "")  # a task instruction
+    assert instruction_prefixes("bge5-large") == ("", "")
 
 
 def test_unknown_embedder_and_mismatched_query_embedder(tmp_path: Path) -> None:

@@ -123,6 +123,18 @@ def agent_script(method: str) -> list[dict[str, object]]:
     return replies
 
 
+def test_a_run_records_what_a_reread_changed(tmp_path: Path, server: ScriptedServer) -> None:
+    sentence = "Ermengarde of Tours was a queen of the Franks, I read [chunk Ermengarde of Tours#0]."
+    server.replies = [*agent_script("arag-full")[:-1], completion(sentence), completion("20 March 851")]
+    out = tmp_path / "run"
+    proc = run_eval("arag-full", out, "--limit", "1", "--policy", "+phrase_answer", server=server, cache=tmp_path / "c")
+    assert proc.returncode == 0, proc.stderr
+    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert record["prediction"] == "20 March 851 [chunk Ermengarde of Tours#0]" and record["contain_acc"] == 1.0
+    assert record["rereads"] == [{"policy": "phrase_answer", "before": sentence, "after": record["prediction"]}]
+    assert record["policies_acted"]["phrase_answer"] == 1 and len(record["model_calls"]) == 4
+
+
 @pytest.mark.parametrize("method", list(METHODS))
 def test_runner_end_to_end_for_every_method(tmp_path: Path, server: ScriptedServer, method: str) -> None:
     server.replies = [*agent_script(method), completion("correct")]

@@ -255,10 +255,10 @@ def test_citations_are_mended_to_the_chunk_they_garble_or_left_out() -> None:
 
 @given(st.text(max_size=80), st.sets(st.sampled_from(["A#0", "A#1", "B (film)#0", "12"]), max_size=3))
 def test_mended_citations_only_name_chunks_shown(answer: str, shown: set[str]) -> None:
-    from arag.agent.state import _CITATION
+    from arag.citations import CITATION
 
     mended = mend_citations(answer, shown)
-    cited = [part.strip() for group in _CITATION.findall(mended) for part in group.split(",")]
+    cited = [part.strip() for group in CITATION.findall(mended) for part in group.split(",")]
     assert all(c.removeprefix("chunk ").strip() in shown for c in cited if c.lower().startswith("chunk"))
 
 
@@ -387,6 +387,55 @@ def test_only_a_sentence_ending_in_a_question_mark_asks(sentence: str) -> None:
     assert asks_a_question(sentence) is False or sentence.rstrip().endswith("?")
 
 
+@pytest.mark.parametrize(
+    ("answer", "question", "restates"),
+    [
+        (
+            "Metastatic breast cancer (MBC) [chunk Medical#129]",
+            "What is the definition of metastatic breast cancer (MBC)?",
+            True,
+        ),
+        (
+            "CNS lymphoma in the eye",
+            "Which diagnostic method is used to assess eye involvement in primary CNS lymphoma?",
+            True,
+        ),
+        ("Gottorp", "Where was the husband of Joanna Elisabeth Of Holstein-Gottorp born?", True),  # a part of a name
+        ("CA-125", "Which tumor markers are used in ovarian cancer diagnosis?", False),
+        ("Polypectomy", "What procedure is used to remove polyps during colonoscopy?", False),  # a new word, not a stem
+        (
+            "Tumor markers are used in ovarian cancer diagnosis.",
+            "Which tumor markers are used in ovarian cancer diagnosis?",
+            True,
+        ),
+        ("In 1851.", "Did she die in 1851?", True),  # a number asked about is the question's too
+        ("1851", "When did she die?", False),
+        ("", "When did she die?", False),  # an empty answer is says_nothing's to judge
+        ("[chunk A#0]", "When did she die?", False),
+    ],
+)
+def test_an_answer_that_restates_the_question_names_nothing_it_did_not(
+    answer: str, question: str, restates: bool
+) -> None:
+    from arag.agent.questions import restates_question
+
+    assert restates_question(answer, question) is restates
+
+
+@given(question=st.text(max_size=200), picks=st.lists(st.integers(min_value=0), min_size=1, max_size=6))
+def test_words_of_the_question_restate_it_and_one_word_more_does_not(question: str, picks: list[int]) -> None:
+    from arag.agent.questions import restates_question
+    from arag.verification import key_terms
+
+    asked = key_terms(question)
+    if asked:
+        some = " ".join(asked[i % len(asked)] for i in picks)
+        assert restates_question(some, question)
+        assert restates_question(f"{some} [chunk X#0]", question)  # citations aside
+    novel = next(w for w in ("zyxq", "qxzy", "xqzy") if w not in asked)
+    assert not restates_question(" ".join([*asked[:3], novel]), question)
+
+
 def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_question(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -445,6 +494,14 @@ def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_in
     # the model's own verified citations are kept; one it was never shown is not
     cited = policy.reread(run, "She died in 851 in Tours, I read. [chunk Ermengarde of Tours#0] [chunk Made up#1]")
     assert cited is not None and cited.answer("851") == "851 [chunk Ermengarde of Tours#0]"
+    # a phrase of the question's own words answers nothing: the model's answer stands
+    acted = dict(run.acted)
+    assert reread.answer("Ermengarde of Tours") == sentence and run.acted == acted
+    # and a short answer of the question's own words is reread, as a sentence is
+    restated = policy.reread(run, "Tours [chunk Ermengarde of Tours#0]")
+    assert restated is not None and restated.answer("20 March 851") == "20 March 851 [chunk Ermengarde of Tours#0]"
+    assert restated.answer("Ermengarde") == "Tours [chunk Ermengarde of Tours#0]"
+    assert policy.reread(run, "Franks [chunk Ermengarde of Tours#0]") is None  # a short answer that names something
 
 
 def test_phrase_answer_keeps_to_this_questions_reads_and_its_token_budget(hippo_index: Index) -> None:

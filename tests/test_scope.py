@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arag.citations import claims_by_citation, locate, resolve
+from arag.citations import cited_ids, claims_by_citation, ids_in, locate, resolve
 from arag.corpus.build import build_index
 from arag.corpus.readers import markdown_headings, read_source
 from arag.filters import Filter, FilterError, parse_filter
@@ -221,6 +221,20 @@ def test_every_citation_of_an_answer_gets_the_claim_before_it() -> None:
         "b#0": "the dose is 54 Gy",
         "c#2": "the dose is 54 Gy",
     }
+
+
+def test_cited_ids_are_read_from_every_way_a_model_writes_a_citation() -> None:
+    answer = "A [chunk a#1]; B [chunks: b#0, c#2] and [a#1] [Chunk:d#3;e#4] [ ] [chunk ]"
+    assert cited_ids(answer) == ["a#1", "b#0", "c#2", "d#3", "e#4"]
+    assert ids_in("chunks: b#0, c#2") == ["b#0", "c#2"] and ids_in(" , ;") == []
+
+
+@given(st.text(max_size=120))
+def test_cited_ids_are_stripped_bracket_free_and_once_each(answer: str) -> None:
+    ids = cited_ids(answer)
+    assert len(ids) == len(set(ids))
+    assert all(i and i == i.strip() and "[" not in i and "]" not in i and "," not in i for i in ids)
+    assert set(ids) == set(claims_by_citation(answer))
 
 
 def test_resolved_citations_keep_what_they_said_and_add_the_source(library_index: Index) -> None:

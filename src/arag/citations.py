@@ -18,8 +18,9 @@ from arag.store import ChunkRecord
 
 # below this cosine (all-MiniLM-L6-v2) a sentence no longer restates the claim: related text, not support
 MIN_SUPPORT = 0.35
-_CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
-_CITED = re.compile(r"\s*" + _CITATION.pattern, re.I)  # a citation with the space before it
+# a citation as models write it: "[chunk A#0]", "[A#0]", "[chunks: A#0, B#1]"
+CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
+CITED = re.compile(r"\s*" + CITATION.pattern, re.I)  # a citation with the space before it
 
 
 @dataclass
@@ -110,21 +111,30 @@ def resolve(index: Index, answer: str, citations: list[dict[str, Any]]) -> list[
 
 def without_citations(text: str) -> str:
     """``text`` with its ``[chunk ID]`` citations (and the space before each) left out, whitespace collapsed."""
-    return " ".join(_CITED.sub("", text).split())
+    return " ".join(CITED.sub("", text).split())
+
+
+def ids_in(citation: str) -> list[str]:
+    """The chunk ids inside one citation's brackets, in order: "chunks: A#0, B#1" → ["A#0", "B#1"]."""
+    ids = (re.sub(r"^chunks?\s*:?\s*", "", part.strip(), flags=re.I).strip() for part in re.split(r"[,;]\s*", citation))
+    return [chunk_id for chunk_id in ids if chunk_id]
+
+
+def cited_ids(answer: str) -> list[str]:
+    """Every chunk id ``answer`` cites, once each, in the order first cited."""
+    return list(dict.fromkeys(chunk_id for group in CITATION.findall(answer) for chunk_id in ids_in(group)))
 
 
 def claims_by_citation(answer: str) -> dict[str, str]:
     """For each chunk id cited in ``answer``, the text it is cited for: the answer's text from the previous
     citation (or the start) up to this one; the whole answer when that is empty."""
-    whole = _CITATION.sub(" ", answer).strip()
+    whole = CITATION.sub(" ", answer).strip()
     claims: dict[str, str] = {}
     previous = 0
-    for match in _CITATION.finditer(answer):
+    for match in CITATION.finditer(answer):
         text = " ".join(answer[previous : match.start()].split()).strip(" ,;")
-        for part in re.split(r"[,;]\s*", match.group(1)):
-            chunk_id = re.sub(r"^chunks?\s*:?\s*", "", part.strip(), flags=re.I).strip()
-            if chunk_id:
-                claims.setdefault(chunk_id, text or whole)
+        for chunk_id in ids_in(match.group(1)):
+            claims.setdefault(chunk_id, text or whole)
         previous = match.end()
     return claims
 

@@ -42,7 +42,8 @@ class IndexSettings(BaseModel):
             "Embedding model: 'sentence-transformers/all-MiniLM-L6-v2' (ONNX int8, no torch; 'minilm-f32': its float32 "
             "arithmetic), 'wordllama' (static WordLlama token vectors: fast, weaker; extra 'wordllama'), "
             "'st:NAME_OR_PATH' (any sentence-transformers model, extra 'st'), "
-            "'openai:MODEL' (an OpenAI-compatible /embeddings endpoint), or 'fake' (hashing embedder for tests)."
+            "'openai:MODEL' (an OpenAI-compatible /embeddings endpoint), or 'fake' (hashing embedder for tests). "
+            "e5 and nomic-embed models get the query/passage prefixes they were trained with."
         ),
     )
     vector_dtype: Literal["f32", "f16", "i8"] = Field(
@@ -259,8 +260,9 @@ class PhraseAnswerSettings(BaseModel):
         ge=0,
         le=1000,
         description="An answer of at least this many words, its citations aside, is reread: a sentence where the "
-        "prompt asks for a name, a date or a number (0: every answer). On 2Wiki rereading short answers too lost "
-        "multi-hop answers the model had composed (docs/results.md).",
+        "prompt asks for a name, a date or a number (0: every answer); a shorter one only if it is made of the "
+        "question's own words. On 2Wiki rereading short answers too lost multi-hop answers the model had composed "
+        "(docs/results.md).",
     )
     text_tokens: int = Field(
         3000,

@@ -179,7 +179,7 @@ class Agent:
             except (TimeBudgetExceeded, LLMError):  # the reread is an extra: its failure costs it, not the answer
                 continue
             run.record_turn(turn, time.perf_counter() - started, False, getattr(self.model, "model", ""))
-            answer = reread.answer(turn.content or "")
+            answer = run.reread_answer(policy.name, answer, reread.answer(turn.content or ""))
         run.finish(answer, reason)
 
     def _held(self, run: RunState, policies: list[Policy], answer: str) -> bool:

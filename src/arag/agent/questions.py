@@ -1,11 +1,14 @@
-"""What the agent reads off a question before it starts: is it empty, is it either-or, is it yes/no; and whether
-a sentence of the corpus is itself a question (a heading like "What is CML?", which answers nothing)."""
+"""What the agent reads off a question before it starts: is it empty, is it either-or, is it yes/no; whether a
+sentence of the corpus is itself a question (a heading like "What is CML?", which answers nothing); and whether an
+answer only repeats the question's words."""
 
 from __future__ import annotations
 
 import re
 
+from arag.citations import without_citations
 from arag.errors import InputError
+from arag.verification import key_terms
 
 MAX_QUESTION_CHARS = 20_000
 
@@ -56,3 +59,12 @@ def yes_no_question(question: str) -> bool:
 def asks_a_question(sentence: str) -> bool:
     """Whether a sentence is a question (a guide's heading "What is bone cancer?"): never evidence for an answer."""
     return bool(_ASKS.search(sentence.strip()))
+
+
+def restates_question(answer: str, question: str) -> bool:
+    """Whether every word of an answer that carries content (its citations aside) is a word of the question:
+    "Metastatic breast cancer (MBC)" for "What is the definition of metastatic breast cancer (MBC)?" names nothing
+    the question did not. An empty answer is not judged here."""
+    words = key_terms(without_citations(answer))
+    asked = set(key_terms(question))
+    return bool(words) and all(word in asked for word in words)

@@ -3,7 +3,6 @@ the result it ends with. :class:`RunState` is the only place that appends to any
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -12,6 +11,7 @@ from typing import Any, Literal
 from arag.agent.actions import Action, ToolCall
 from arag.agent.prompts import REPEATED
 from arag.agent.questions import asks_a_question
+from arag.citations import cited_ids
 from arag.citations import resolve as resolve_citations
 from arag.errors import ARagError
 from arag.models.endpoint import ChatTurn, Usage
@@ -21,7 +21,6 @@ from arag.tools.toolkit import Toolkit, ToolResult
 from arag.tracing import QuestionTrace
 
 STOP_REASONS = ("answered", "max_steps", "token_budget", "time_budget", "stalled", "cancelled", "error")
-_CITATION = re.compile(r"\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
 
 
 @dataclass
@@ -65,6 +64,8 @@ class AgentResult:
     sources: list[dict[str, Any]] = field(default_factory=list)
     # agent.verify_answers: each claim of the answer and the sentence read that supports it, if any
     verification: dict[str, Any] | None = None
+    # each answer a reread changed (phrase_answer): the policy, the answer before it and after
+    rereads: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -130,6 +131,7 @@ class RunState:
         self.acted: dict[str, int] = {}  # how often each policy changed something
         self.stop_reason: str | None = None
         self.answer, self.answer_from = "", "model"
+        self.rereads: list[dict[str, str]] = []
         self.error: str | None = None
         self.started, self.deadline = time.perf_counter(), time.monotonic() + settings.time_budget_s
         self._observe, self._on_step = observe, on_step
@@ -210,13 +212,7 @@ class RunState:
 
     def citations(self, answer: str) -> list[dict[str, Any]]:
         """Chunk ids cited in the answer, each verified against the chunks this run actually returned."""
-        cited: list[str] = []
-        for group in _CITATION.findall(answer):
-            for part in re.split(r"[,;]\s*", group):
-                chunk_id = re.sub(r"^chunks?\s*:?\s*", "", part.strip(), flags=re.I).strip()
-                if chunk_id and chunk_id not in cited:
-                    cited.append(chunk_id)
-        return [{"chunk_id": c, "verified": c in self.toolkit.tracker.seen_ids} for c in cited]
+        return [{"chunk_id": c, "verified": c in self.toolkit.tracker.seen_ids} for c in cited_ids(answer)]
 
     # ------------------------------------------------------------------ what the run records
     def tell(self, text: str) -> None:
@@ -299,6 +295,12 @@ class RunState:
     def fail(self, reason: str, error: str) -> None:
         self.stop_reason, self.error = reason, error
 
+    def reread_answer(self, policy: str, before: str, after: str) -> str:
+        """Record a reread that changed the answer (a policy's extra model call); ``after`` is the answer now."""
+        if after != before:
+            self.rereads.append({"policy": policy, "before": before, "after": after})
+        return after
+
     def answer_instead(self, answer: str, source: str) -> str:
         """Record that the loop gave ``answer`` instead of the model's reply (``source``: what it comes from)."""
         self.answer_from = source
@@ -342,6 +344,7 @@ class RunState:
             self.plan,
             dict(self.acted),
             resolve_citations(self.toolkit.index, self.answer, self.citations(self.answer)),
+            rereads=list(self.rereads),
         )
 
 

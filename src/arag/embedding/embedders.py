@@ -405,6 +405,19 @@ def _wordllama() -> StaticEmbedder:
     return StaticEmbedder(table, tokenizer_path, f"{WORDLLAMA_REPO}@256", WORDLLAMA_TABLE.sha256)
 
 
+def instruction_prefixes(name: str) -> tuple[str, str]:
+    """The prefixes a model family was trained with, by its name: (for a query, for a passage). e5 models expect
+    "query: "/"passage: ", nomic-embed "search_query: "/"search_document: "; without them the same model ranks
+    worse. Other models: none."""
+    lowered = name.lower()
+    if "nomic-embed" in lowered:
+        return "search_query: ", "search_document: "
+    # not e5-mistral or multilingual-e5-large-instruct: their query instruction names a task, none fits all
+    if re.search(r"(?:^|[/:_-])e5(?:[/_-]|$)", lowered) and "instruct" not in lowered:
+        return "query: ", "passage: "
+    return "", ""
+
+
 class SentenceTransformersEmbedder:
     """Any sentence-transformers model by name or path (extra ``st``), with query/passage prompts."""
 
@@ -419,13 +432,11 @@ class SentenceTransformersEmbedder:
         self.batch_size = batch_size
         self._model = SentenceTransformer(name_or_path, device="cpu")
         self.dims = int(self._model.get_sentence_embedding_dimension() or 0)
-        lowered = name_or_path.lower()
         prompts = getattr(self._model, "prompts", {}) or {}
-        # e5 models expect "query: "/"passage: "; Qwen3-Embedding ships a "query" prompt of its own.
-        self._query_prompt = prompts.get("query") or ("query: " if "e5" in lowered else "")
-        self._passage_prompt = (
-            prompts.get("document") or prompts.get("passage") or ("passage: " if "e5" in lowered else "")
-        )
+        # a model's own prompts first (Qwen3-Embedding ships a "query" prompt), else its family's
+        query, passage = instruction_prefixes(name_or_path)
+        self._query_prompt = prompts.get("query") or query
+        self._passage_prompt = prompts.get("document") or prompts.get("passage") or passage
 
     @property
     def fingerprint(self) -> str:
@@ -452,7 +463,9 @@ class SentenceTransformersEmbedder:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible ``/embeddings`` endpoint (retries and timeouts are the SDK's)."""
+    """An OpenAI-compatible ``/embeddings`` endpoint (retries and timeouts are the SDK's). A model of a family
+    trained with query/passage prefixes (e5, nomic-embed: ``instruction_prefixes``) gets them here, as the endpoint
+    sends the text as it is."""
 
     def __init__(self, model: str, base_url: str | None, api_key: str | None, batch_size: int = 256) -> None:
         from openai import OpenAI
@@ -460,14 +473,23 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
         self._model = model
         self.batch_size = batch_size
+        self._query_prefix, self._passage_prefix = instruction_prefixes(model)
         self._client = OpenAI(base_url=base_url, api_key=api_key or "unused", max_retries=6)
         self.dims = len(self.embed_query("dimension probe"))
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.name}@dims:{self.dims}"
+        # the prefixes change every stored vector: an index built without them does not match a query with them
+        prefixed = f"+prefixes:{self._query_prefix!r},{self._passage_prefix!r}" if self._query_prefix else ""
+        return f"{self.name}@dims:{self.dims}{prefixed}"
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        return self._embed([self._passage_prefix + text for text in texts], progress)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self._query_prefix + text])[0]
+
+    def _embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         import openai
 
         rows: list[list[float]] = []
@@ -483,9 +505,6 @@ class OpenAIEmbedder:
         if not rows:
             return np.zeros((0, getattr(self, "dims", 0)), dtype=np.float32)
         return _normalize(np.asarray(rows, dtype=np.float32))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
 
 
 def load_embedder(spec: str, threads: int = 2, batch_size: int = 64) -> Embedder:

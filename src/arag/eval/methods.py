@@ -48,6 +48,7 @@ class MethodOutput:
     plan: list[str] = field(default_factory=list)
     policies_acted: dict[str, int] = field(default_factory=dict)
     verification: dict[str, Any] | None = None  # agent.verify_answers
+    rereads: list[dict[str, str]] = field(default_factory=list)  # answers a reread changed: before and after
 
 
 class Method:
@@ -146,6 +147,7 @@ class AgentMethod(Method):
             result.plan,
             result.policies_acted,
             result.verification,
+            result.rereads,
         )
 
 

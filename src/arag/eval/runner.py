@@ -412,6 +412,7 @@ def run_eval(
             "answer_from": output.answer_from,
             "plan": output.plan,
             "policies_acted": output.policies_acted,
+            **({"rereads": output.rereads} if output.rereads else {}),
             **({"verification": output.verification} if output.verification is not None else {}),
             "latency_s": round(time.perf_counter() - t0, 3),
             "usage": output.usage.to_dict(),

@@ -8,6 +8,7 @@ from arag.agent.policies.base import Hold, Policy, register
 from arag.agent.prompts import NOT_AN_ANSWER
 from arag.agent.questions import yes_no_question
 from arag.agent.state import RunState
+from arag.citations import CITED, ids_in
 from arag.eval.metrics import normalize_answer
 
 # what a small model wrote where an answer belonged (the note's placeholder, refusals, the format's own words)
@@ -45,7 +46,6 @@ PLACEHOLDERS = frozenset(
 _REFUSAL = re.compile(
     r"^(?:i (?:do not|don't|cannot|can't)|there is no|the (?:text|documents?|chunks?) (?:does|do) not)\b", re.I
 )
-_CITATION = re.compile(r"\s*\[(?:chunks?\s*:?\s*)?([^\[\]]+?)\]", re.I)
 
 
 @register
@@ -90,7 +90,7 @@ class GroundedAnswer(Policy):
 def says_nothing(answer: str, yes_no: bool = True) -> bool:
     """Whether an answer, its citations aside, is empty, a placeholder or a refusal; a bare yes or no too, unless
     the question is a yes/no question."""
-    text = _CITATION.sub("", answer).strip()
+    text = CITED.sub("", answer).strip()
     normalized = normalize_answer(text)
     bare = not yes_no and normalized in ("yes", "no")
     return not normalized or normalized in PLACEHOLDERS or bare or bool(_REFUSAL.match(text))
@@ -101,13 +101,12 @@ def mend_citations(answer: str, shown: set[str]) -> str:
     with a suffix added, "Medical#125#0" → "Medical#125"), or left out."""
 
     def mend(match: re.Match[str]) -> str:
-        ids = [part.strip() for part in re.split(r"[,;]\s*", match.group(1)) if part.strip()]
-        mended = [m for m in (_mended(re.sub(r"^chunks?\s*:?\s*", "", i, flags=re.I), shown) for i in ids) if m]
+        mended = [m for m in (_mended(chunk_id, shown) for chunk_id in ids_in(match.group(1))) if m]
         return "".join(f" [chunk {m}]" for m in dict.fromkeys(mended))
 
-    if not _CITATION.search(answer):
+    if not CITED.search(answer):
         return answer
-    return _CITATION.sub(mend, answer).strip()
+    return CITED.sub(mend, answer).strip()
 
 
 def _mended(cited: str, shown: set[str]) -> str | None:

@@ -8,7 +8,7 @@ from arag.agent import prompts
 from arag.agent.policies.base import Policy, Reread, register
 from arag.agent.policies.grounded_answer import says_nothing
 from arag.agent.policies.short_answer import whole_sentences
-from arag.agent.questions import choice_options, yes_no_question
+from arag.agent.questions import choice_options, restates_question, yes_no_question
 from arag.agent.state import RunState
 from arag.citations import without_citations
 from arag.corpus.chunking import count_tokens
@@ -29,17 +29,23 @@ class PhraseAnswer(Policy):
     it was shown, and the question; the phrase it replies is the answer, with the chunks the model cited (else
     the read chunks that contain the phrase). A short answer stands: on 2Wiki, rereading those too lost answers
     the model had composed over two hops; so does the answer to an either-or or a yes/no question (its options
-    are the phrase; a film's twelve-word title, reread, became the other film). Nothing read, or no usable reply:
-    the model's answer stands."""
+    are the phrase; a film's twelve-word title, reread, became the other film). A short answer made of the
+    question's own words ("Pancreatic cancer" for a syndrome that raises its risk) answers nothing and is reread;
+    a phrase made of them ("Metastatic breast cancer (MBC)" for its definition) is no usable reply. Nothing read,
+    or no usable reply: the model's answer stands."""
 
     name = "phrase_answer"
-    summary = "an answer written as a sentence is read off the text read again, as a short phrase, in one more call"
+    summary = (
+        "an answer written as a sentence, or in the question's own words, is read off the text read again, as a "
+        "short phrase, in one more call"
+    )
 
     def reread(self, run: RunState, answer: str) -> Reread | None:
         if choice_options(run.question) or yes_no_question(run.question):
             return None  # its answer is one of the question's options, or yes or no: a phrase already
         read = run.read_this_question()
-        if not read or len(without_citations(answer).split()) < self.settings.policy.phrase_answer.min_words:
+        sentence = len(without_citations(answer).split()) >= self.settings.policy.phrase_answer.min_words
+        if not read or not (sentence or restates_question(answer, run.question)):
             return None
         budget = self.settings.policy.phrase_answer.text_tokens
         records, _ = run.toolkit.index.read(read)
@@ -67,8 +73,12 @@ class PhraseAnswer(Policy):
             cleaned = without_citations(_LEADING_LABEL.sub("", first)).strip("\"'").strip()  # cited below
             cap = self.settings.policy.short_answer.max_chars  # as long as the model's own answer may be
             cleaned = whole_sentences(cleaned[:cap], cap)
-            if says_nothing(cleaned, yes_no_question(run.question)) or cleaned == without_citations(answer):
-                return answer  # a placeholder, a refusal or the answer again: the model's own answer stands
+            if (
+                says_nothing(cleaned, yes_no_question(run.question))
+                or cleaned == without_citations(answer)
+                or restates_question(cleaned, run.question)
+            ):
+                return answer  # a placeholder, a refusal, the answer again or the question's own words: it stands
             self.acted(run)
             cited = [c["chunk_id"] for c in run.citations(answer) if c["verified"]]
             if not cited:
