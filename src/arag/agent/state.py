@@ -315,7 +315,7 @@ class RunState:
             and self.answer_from == "model"
             and bool(self.actions)
             and not self.actions[-1].calls
-            and self.actions[-1].answer == self.answer  # not turned into another by a reread (phrase_answer)
+            and not self.rereads  # not turned into another answer by a reread (phrase_answer)
         )
         if self.answer and not last_reply_answers:
             # the loop answered for the model, or an answer it held earlier stands: the context says which
