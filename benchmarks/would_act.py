@@ -30,11 +30,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from arag.agent.policies.same_name import SameName
-from arag.agent.profiles import resolve
 from arag.agent.prompts import REPEATED
 from arag.eval.runner import run_index
 from arag.eval.runs import chunks_read, confident_stop_threshold, load_runs, threshold_changes
+from arag.harness import POLICIES, resolve
 from arag.index import Index
 from arag.tools.toolkit import Toolkit
 from arag.verification import verify_answer
@@ -47,8 +46,9 @@ HIT_LINE = re.compile(r"^\[\d+\] chunk (.+?)(?: \[already read\])?$", re.M)
 def same_name_acts(record: dict[str, Any], index: Index, settings: Any, replays: list[str]) -> bool:
     """Whether same_name acts on one of the record's searches; ``replays`` gets one line per search replayed,
     marked where its hits differ from the recorded ones (there should be none)."""
-    policy = SameName(settings)
-    toolkit = Toolkit(index, view=resolve(settings, local=True).view)  # the embedded default's result view
+    bundle = resolve(settings, local=True)
+    policy = POLICIES["same_name"](bundle.configs["same_name"], settings)
+    toolkit = Toolkit(index, view=bundle.view)  # the embedded default's result view
     for step in record.get("trajectory") or []:
         recorded = str(step.get("observation") or "")
         if step.get("tool") not in SEARCHES or recorded.startswith(REPEATED):
@@ -56,9 +56,8 @@ def same_name_acts(record: dict[str, Any], index: Index, settings: Any, replays:
         result = toolkit.call(step["tool"], step.get("arguments") or {})
         differs = result.hits != HIT_LINE.findall(recorded)
         replays.append(f"{'DIFFERS ' if differs else ''}{record['id']}: {step['tool']} {step.get('arguments')}")
-        run = SimpleNamespace(toolkit=toolkit, question=record["question"], acted={})
-        policy.after_result(run, result)  # type: ignore[arg-type]
-        if run.acted:
+        run = SimpleNamespace(toolkit=toolkit, question=record["question"])
+        if policy.after_result(run, result):
             return True
     return False
 

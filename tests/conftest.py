@@ -90,29 +90,39 @@ def people_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
 
 def fake_run(index: Index, *policies: str, question: str = "q?", view: object = None, **settings: object):
     """A RunState over ``index`` with no model behind it (the policies' unit tests drive it by hand), and the
-    named policies started on it."""
-    from arag.agent.policies import POLICIES
+    named policies started on it, as the loop starts them (their run limits applied)."""
     from arag.agent.state import RunState
+    from arag.harness.compose import Harness
+    from arag.harness.profiles import policy_configs
+    from arag.harness.registry import POLICIES
     from arag.settings import AgentSettings
     from arag.tools import ResultView, Toolkit
 
     agent_settings = AgentSettings(**settings)  # type: ignore[arg-type]
+    configs = policy_configs(agent_settings)
     toolkit = Toolkit(index, view=view if isinstance(view, ResultView) else ResultView())
     toolkit.focus_query = question
     run = RunState(question, "system", toolkit, agent_settings, lambda call, text: {"role": "user", "content": text})
-    started = [POLICIES[name](agent_settings) for name in policies]
-    for policy in started:
-        policy.start(run)
+    started = [POLICIES[name](configs[name], agent_settings) for name in policies]
+    start = Harness(started).start(run)
+    run.limits = run.limits.combine(start.limits)
+    if start.says:
+        run.tell(start.says)
     return run, started
 
 
 def guarded_call(run, policies, name: str, arguments: dict[str, object]):
-    """One new tool call as the loop makes it, then shown to the model."""
-    from arag.agent.actions import ToolCall
-    from arag.agent.loop import new_call
+    """One new tool call as the loop makes it, then shown to the model with the policies' notes."""
+    from dataclasses import replace
 
-    call, result = new_call(run, policies, ToolCall(name, arguments))
-    for policy in policies:
-        policy.after_result(run, result)
+    from arag.agent.loop import new_call
+    from arag.harness.compose import Harness
+    from arag.tools import ToolCall
+
+    harness = Harness(policies)
+    call, result = new_call(run, harness, ToolCall(name, arguments))
+    notes = harness.notes(run, result)
+    if notes:
+        result = replace(result, observation=result.observation + "".join(f"\n{n}" for n in notes))
     run.observe(call, result)
     return result

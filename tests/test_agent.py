@@ -12,10 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arag.agent import Agent
-from arag.agent.actions import ActionSpec, action_schema
-from arag.agent.policies.short_answer import CAP_MARGIN, whole_sentences
-from arag.agent.prompts import PHRASE_ANSWER, READ_INSTEAD
+from arag.agent.prompts import REPEATED
 from arag.errors import ConfigError
+from arag.harness.contract import NextAction
+from arag.harness.grammar import action_schema
+from arag.harness.policies.phrase_answer import PHRASE_ANSWER
+from arag.harness.policies.short_answer import ShortAnswerSettings
+from arag.harness.text import CAP_MARGIN, whole_sentences
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
@@ -24,7 +27,8 @@ from conftest import FIXTURES
 from scripted_server import ScriptedServer, completion, tool_call
 
 TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
-SHORT_ANSWER_CHARS = AgentSettings().policy.short_answer.max_chars
+SHORT_ANSWER_CHARS = ShortAnswerSettings().max_chars
+READ_INSTEAD = f"{REPEATED} Instead, "  # how a read the loop made in place of a repeated call begins
 
 
 def make_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
@@ -984,7 +988,7 @@ def test_yes_no_questions(question: str, expected: bool) -> None:
 def test_yes_no_answer_pattern(answer: str, allowed: bool) -> None:
     import re
 
-    from arag.agent.actions import YES_NO_PATTERN, yes_no_pattern
+    from arag.harness.grammar import YES_NO_PATTERN, yes_no_pattern
 
     SHORT_YES_NO_PATTERN = yes_no_pattern(SHORT_ANSWER_CHARS)
     assert bool(re.fullmatch(YES_NO_PATTERN, answer)) is allowed
@@ -994,7 +998,7 @@ def test_yes_no_answer_pattern(answer: str, allowed: bool) -> None:
 
 
 def test_compact_answer_to_a_yes_no_question_starts_with_yes_or_no(hippo_index: Index, server: ScriptedServer) -> None:
-    from arag.agent.actions import yes_no_pattern
+    from arag.harness.grammar import yes_no_pattern
 
     YES_NO_PATTERN = yes_no_pattern(SHORT_ANSWER_CHARS)  # the compact profile's answers are short
 
@@ -1149,7 +1153,7 @@ def test_compact_fruitless_repeated_search_must_answer_or_switch_search_tool(
     assert result.stop_reason == "answered" and result.answer == "Lothair II [chunk Hucbert#0]"
     assert result.steps == 6 and len(server.requests) == 7
     # with JSON actions the grammar leaves the repeated tool out
-    spec = ActionSpec(["semantic_search", "chunk_read"])  # as the switch_search policy leaves it
+    spec = NextAction(("semantic_search", "chunk_read"), True, False, True)  # as the switch_search policy leaves it
     schema = action_schema(Toolkit(hippo_index), spec)["json_schema"]["schema"]["anyOf"]
     assert [v["properties"]["action"]["enum"][0] for v in schema] == ["semantic_search", "chunk_read", "final_answer"]
     # the paper's loop never switches: it refuses the repeat
@@ -1240,8 +1244,8 @@ def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
     assert result.stop_reason == "answered" and result.answer == "20 March 851 [chunk Ermengarde of Tours#0]"
     assert result.policies_acted["phrase_answer"] == 1 and len(result.model_calls) == 4 == len(server.requests)
     # the answer before the reread is kept in the result, as what the reread changed
-    assert result.rereads == [{"policy": "phrase_answer", "before": given, "after": result.answer}]
-    assert result.to_dict()["rereads"] == result.rereads
+    assert result.policy_records["phrase_answer"] == {"reread": {"before": given, "after": result.answer}}
+    assert result.to_dict()["policy_records"] == result.policy_records
     reread = server.requests[-1]
     assert "response_format" not in reread and "tools" not in reread  # a plain reply: no grammar, no tools
     assert reread["messages"][0]["content"] == PHRASE_ANSWER and reread["messages"][1]["content"].endswith(question)
@@ -1250,7 +1254,8 @@ def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
     for reply in ((500, {"error": {"message": "out of memory"}}), completion("unknown")):
         server.replies = [*search_read, sentence, reply]
         kept = agent.run(question)
-        assert kept.stop_reason == "answered" and kept.answer == given and not kept.error and kept.rereads == []
+        assert kept.stop_reason == "answered" and kept.answer == given and not kept.error
+        assert "phrase_answer" not in kept.policy_records
     # at the step limit the forced answer is reread too
     forced_sentence = completion(json.dumps({"found": "x", "answer": "She was a queen of the Franks, I read."}))
     server.replies = [*search_read, forced_sentence, completion("851")]

@@ -163,10 +163,10 @@ def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: P
 
 def test_a_read_in_place_of_a_repeated_call_is_labelled(capsys: pytest.CaptureFixture[str]) -> None:
     from arag.agent import Step
-    from arag.agent.prompts import READ_INSTEAD, REPEATED
+    from arag.agent.prompts import REPEATED
     from arag.serve.cli import _show_step
 
-    observation = f"{READ_INSTEAD}here is the best hit you have not read yet:\nx"
+    observation = f"{REPEATED} Instead, here is the best hit you have not read yet:\nx"
     read = Step(
         "chunk_read", {"chunk_ids": ["a#0"]}, observation, 5, 0.0, origin="harness", why="in place of its repeated call"
     )

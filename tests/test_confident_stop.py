@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from arag.agent import Agent
-from arag.agent.actions import confidence_in_text, parse_text_action
-from arag.agent.prompts import STATE_CONFIDENCE
+from arag.agent.actions import parse_text_action
 from arag.eval.runs import completed, confident_stop_threshold, threshold_changes
+from arag.harness.policies.confident_stop import STATE_CONFIDENCE, confidence_in_text, stated
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
@@ -40,8 +40,8 @@ def test_confidence_in_text(text: str, value: float | None) -> None:
 
 def _agent(index: Index, server: ScriptedServer, threshold: float) -> Agent:
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="scripted", max_retries=0))
-    settings = AgentSettings(max_steps=6, profile="paper", policies=["+confident_stop"])
-    settings.policy.confident_stop.threshold = threshold
+    policy = {"confident_stop": {"threshold": threshold}}
+    settings = AgentSettings(max_steps=6, profile="paper", policies=["+confident_stop"], policy=policy)
     return Agent(index, model, settings)
 
 
@@ -58,6 +58,7 @@ def test_a_confident_call_is_the_last_one(hippo_index: Index, server: ScriptedSe
     assert "tools" in server.requests[1] and "tools" not in server.requests[2]  # the answer was asked for
     assert result.policies_acted == {"confident_stop": 1}
     assert any(STATE_CONFIDENCE in str(m.get("content")) for m in server.requests[0]["messages"])
+    assert result.policy_records["confident_stop"] == {"stated": [0.3, 0.9]}  # each of the model's steps
 
 
 def test_a_higher_threshold_searches_on(hippo_index: Index, server: ScriptedServer) -> None:
@@ -103,8 +104,9 @@ def test_sweep_over_thresholds(tmp_path: Path, server: ScriptedServer) -> None:
     assert subset.returncode == 0, subset.stderr
     answered = (tmp_path / "subset" / "steps-3-confidence-1" / "results.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in answered] == ["q3"]
-    steps = json.loads(answered[0])["trajectory"]
-    assert [(s["tool"], s["confidence"]) for s in steps if s["origin"] == "model"] == [("keyword_search", 0.9)]
+    record = json.loads(answered[0])
+    assert [s["tool"] for s in record["trajectory"] if s["origin"] == "model"] == ["keyword_search"]
+    assert record["policy_records"]["confident_stop"]["stated"] == [0.9]
     bad = run_cli("eval", "sweep", "--method", "arag-full", "--out", str(tmp_path / "x"), "--confidence", "2",
                   "--dataset", str(DATASETS / "hippo-mini"), server=server, cache=tmp_path / "cache")  # fmt: skip
     assert bad.returncode == 1 and "--confidence" in bad.stderr and "Traceback" not in bad.stderr
@@ -128,7 +130,8 @@ def test_a_json_action_states_its_confidence_in_a_field_the_grammar_enforces(
     result = agent.run("When did Ermengarde of Tours die?")
     assert result.stop_reason == "answered" and result.answer.startswith("20 March 851")
     assert [s.tool for s in result.trajectory] == ["keyword_search", "chunk_read"]
-    assert [s.confidence for s in result.trajectory] == [0.2, 0.9]  # recorded: where each threshold would stop
+    assert [s.fields["confidence"] for s in result.trajectory] == [0.2, 0.9]  # as the model wrote them
+    assert result.policy_records["confident_stop"] == {"stated": [0.2, 0.9]}  # where each threshold would stop
     assert result.policies_acted.get("confident_stop") == 1
     first, last = (
         r["response_format"]["json_schema"]["schema"]["anyOf"] for r in (server.requests[0], server.requests[2])
@@ -143,15 +146,16 @@ def test_a_json_action_states_its_confidence_in_a_field_the_grammar_enforces(
 def test_a_confidence_field_is_read(hippo_index: Index, value: float) -> None:
     toolkit = Toolkit(hippo_index)
     reply = {"found": "x", "confidence": value, "action": "keyword_search", "arguments": {"keywords": ["Tours"]}}
-    assert parse_text_action(json.dumps(reply), toolkit).confidence == float(value)
+    action = parse_text_action(json.dumps(reply), toolkit, fields=["confidence"])
+    assert stated(action.fields, action.note) == float(value)
 
 
 @pytest.mark.parametrize("value", [1.5, -0.1, "0.9", True, None, [0.5]])
 def test_a_confidence_that_is_no_fraction_is_none(hippo_index: Index, value: object) -> None:
     toolkit = Toolkit(hippo_index)
     reply = {"found": "x", "confidence": value, "action": "keyword_search", "arguments": {"keywords": ["Tours"]}}
-    action = parse_text_action(json.dumps(reply), toolkit)
-    assert action.confidence is None and action.calls[0].name == "keyword_search"
+    action = parse_text_action(json.dumps(reply), toolkit, fields=["confidence"])
+    assert stated(action.fields, action.note) is None and action.calls[0].name == "keyword_search"
 
 
 def _record(stated: list[float | None], stopped: bool, recorded: bool = True) -> dict[str, object]:
@@ -178,6 +182,14 @@ def test_where_another_threshold_takes_another_path(
     stated: list[float | None], stopped: bool, threshold: float, changes: bool
 ) -> None:
     assert threshold_changes(_record(stated, stopped), 0.8, threshold) is changes
+
+
+def test_the_policys_record_of_confidences_is_read_as_the_steps_were() -> None:
+    for stated_values, stopped, threshold, changes in (([0.2, 0.9], True, 1.0, True), ([0.6, 0.9], True, 0.5, True)):
+        old = _record(stated_values, stopped)
+        new = {**old, "policy_records": {"confident_stop": {"stated": stated_values}}}
+        new["trajectory"] = [{k: v for k, v in step.items() if k != "confidence"} for step in old["trajectory"]]
+        assert threshold_changes(new, 0.8, threshold) is changes is threshold_changes(old, 0.8, threshold)
 
 
 def test_a_run_without_recorded_confidences_gives_the_superset() -> None:

@@ -131,7 +131,7 @@ def test_a_run_records_what_a_reread_changed(tmp_path: Path, server: ScriptedSer
     assert proc.returncode == 0, proc.stderr
     (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert record["prediction"] == "20 March 851 [chunk Ermengarde of Tours#0]" and record["contain_acc"] == 1.0
-    assert record["rereads"] == [{"policy": "phrase_answer", "before": sentence, "after": record["prediction"]}]
+    assert record["policy_records"]["phrase_answer"] == {"reread": {"before": sentence, "after": record["prediction"]}}
     assert record["policies_acted"]["phrase_answer"] == 1 and len(record["model_calls"]) == 4
 
 

@@ -1,4 +1,5 @@
-"""Each policy on its own, on a RunState with no model behind it (the loop's end-to-end tests are test_agent.py)."""
+"""Each policy on its own, on a RunState with no model behind it: the effect each hook returns (the loop's end-to-end
+tests are test_agent.py; the contract's own guarantees are test_harness.py)."""
 
 from __future__ import annotations
 
@@ -8,26 +9,47 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
-from arag.agent.actions import Action, ActionSpec, ToolCall
-from arag.agent.policies import HOOK_ORDER, POLICIES, Hold, Policy, Reread, Stands
-from arag.agent.policies.base import register
-from arag.agent.policies.grounded_answer import mend_citations, says_nothing
-from arag.agent.profiles import load_profile, resolve
-from arag.agent.prompts import PHRASE_ANSWER, READ_INSTEAD
+from arag.agent.actions import Action
 from arag.corpus.build import build_index
+from arag.errors import ConfigError
+from arag.harness import (
+    POLICIES,
+    Base,
+    Harness,
+    Hold,
+    NextAction,
+    Policy,
+    ReadInstead,
+    Refuse,
+    Reread,
+    Stands,
+    load_profile,
+    register,
+    resolve,
+)
+from arag.harness.policies.grounded_answer import mend_citations
+from arag.harness.policies.phrase_answer import PHRASE_ANSWER
+from arag.harness.reads import closest_sentences, question_scores, reads_left, unread_hits
+from arag.harness.text import says_nothing
+from arag.harness.view import CompactView
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
-from arag.tools.toolkit import TOOL_NAMES, ToolResult
+from arag.tools.toolkit import TOOL_NAMES, ToolCall
 from conftest import fake_run, guarded_call
 
 
-def spec_after(run, policies, final: bool = False, constrained: bool = True) -> ActionSpec:  # type: ignore[no-untyped-def]
-    spec = ActionSpec([] if final else list(TOOL_NAMES), constrained, final=final)
-    for policy in policies:
-        policy.constrain(run, spec)
-    return spec
+def spec_after(run, policies, final: bool = False, constrained: bool = True) -> NextAction:  # type: ignore[no-untyped-def]
+    """The next action as the loop would compose it from these policies."""
+    return Harness(policies).next_action(run, Base(() if final else TOOL_NAMES, constrained, final))
+
+
+def fields_of(spec: NextAction) -> dict[str, object]:
+    return {f.name: f for f in spec.fields}
+
+
+def acted(policies: list[Policy]) -> dict[str, int]:
+    return Harness(policies).acted()
 
 
 def test_every_policy_is_documented_and_in_a_profile_or_measured_out() -> None:
@@ -37,23 +59,18 @@ def test_every_policy_is_documented_and_in_a_profile_or_measured_out() -> None:
     assert bundled <= set(POLICIES)
 
 
-def test_a_policy_switched_on_joins_at_its_place_in_the_hook_order() -> None:
-    assert sorted(HOOK_ORDER) == sorted(POLICIES) and len(set(HOOK_ORDER)) == len(HOOK_ORDER)
-    for profile in ("compact", "paper"):
-        listed = load_profile(profile).policies
-        assert listed == sorted(listed, key=HOOK_ORDER.index), profile
-
+def test_a_policy_is_switched_on_and_off_by_name() -> None:
     def bundle(*switches: str) -> list[str]:
         return [cls.name for cls in resolve(AgentSettings(policies=list(switches)), local=True).policies]
 
     compact = load_profile("compact").policies
-    with_check = bundle("+option_check")
-    assert with_check.index("option_check") == with_check.index("grounded_answer") - 1  # where it was measured
-    assert with_check == sorted(with_check, key=HOOK_ORDER.index) and len(with_check) == len(compact) + 1
-    assert bundle("-plan", "+plan") == compact  # off and on again: back in its own place
-    assert bundle("+confident_stop", "+same_name")[-2:] == ["same_name", "confident_stop"]
+    assert bundle("+option_check") == [*compact, "option_check"]
+    assert sorted(bundle("-plan", "+plan")) == sorted(compact)  # off and on again
+    assert "plan" not in bundle("-plan")
     paper = [cls.name for cls in resolve(AgentSettings(policies=["+plan"]), local=False).policies]
     assert paper == ["search_first", "plan"]
+    with pytest.raises(ConfigError, match="not \\+NAME or -NAME of a known policy"):
+        bundle("+no_such_policy")
 
 
 def test_a_policy_its_user_registered_joins_at_the_end() -> None:
@@ -68,6 +85,11 @@ def test_a_policy_its_user_registered_joins_at_the_end() -> None:
     try:
         names = [cls.name for cls in resolve(AgentSettings(policies=["+tally_for_test"]), local=True).policies]
         assert names[-1] == "tally_for_test" and names[:-1] == load_profile("compact").policies
+        # each hook asks it after every policy the order of compose.py names
+        harness = resolve(AgentSettings(policies=["+tally_for_test"]), local=True).harness()
+        from arag.harness.compose import in_order
+
+        assert in_order(harness.policies, "hold")[-1].name == "tally_for_test"
     finally:
         del POLICIES["tally_for_test"]
 
@@ -75,20 +97,20 @@ def test_a_policy_its_user_registered_joins_at_the_end() -> None:
 def test_search_first_offers_only_searches_on_the_first_constrained_action(hippo_index: Index) -> None:
     run, policies = fake_run(hippo_index, "search_first")
     first = spec_after(run, policies)
-    assert first.tools == ["keyword_search", "semantic_search"] and not first.answer
-    assert spec_after(run, policies, constrained=False).tools == list(TOOL_NAMES)  # native calls: every tool
+    assert first.tools == ("keyword_search", "semantic_search") and not first.answer
+    assert spec_after(run, policies, constrained=False).tools == TOOL_NAMES  # native calls: every tool
     run.steps = 1
-    assert spec_after(run, policies).tools == list(TOOL_NAMES) and spec_after(run, policies).answer
+    assert spec_after(run, policies).tools == TOOL_NAMES and spec_after(run, policies).answer
 
 
 def test_plan_is_asked_first_and_holds_an_answer_before_its_searches_once(people_index: Index) -> None:
     run, policies = fake_run(people_index, "plan")
     (plan,) = policies
-    assert spec_after(run, policies).plan
-    run.record_action(Action([], "", "", ["films of Fortunella", "its director's town"]))
+    assert "plan" in fields_of(spec_after(run, policies))
+    run.record_action(Action([], "", "", {"plan": ["films of Fortunella", "its director's town"]}))
     guarded_call(run, policies, "keyword_search", {"keywords": ["Fortunella"]})
     run.steps = 1
-    assert not spec_after(run, policies).plan
+    assert "plan" not in fields_of(spec_after(run, policies))
     hold = plan.on_answer(run, "Eduardo De Filippo")
     assert isinstance(hold, Hold) and 'continue with step 2 ("its director\'s town")' in hold.message
     assert plan.on_repeat(run, ToolCall("keyword_search", {"keywords": ["Fortunella"]})) == Stands("Eduardo De Filippo")
@@ -99,31 +121,36 @@ def test_plan_is_asked_first_and_holds_an_answer_before_its_searches_once(people
 
 def test_plan_counts_a_search_that_found_both_items_as_two(people_index: Index) -> None:
     run, policies = fake_run(people_index, "plan")
-    run.record_action(Action([], "", "", ["year of Fortunella", "founding of Town 7"]))
-    run.toolkit.view = type(run.toolkit.view)(hints=True)
+    run.record_action(Action([], "", "", {"plan": ["year of Fortunella", "founding of Town 7"]}))
+    run.toolkit.view = CompactView(hints=True)
     result = guarded_call(run, policies, "keyword_search", {"keywords": ["Fortunella", "Town 7"]})
     assert result.pair and policies[0].on_answer(run, "Fortunella") is None
 
 
 def test_found_notes_make_the_note_required_on_calls_on_the_answer_or_both(hippo_index: Index) -> None:
     run, policies = fake_run(hippo_index, "found_notes")
-    spec = spec_after(run, policies)
-    assert spec.note == "found" and spec.note_on_calls and spec.note_on_answer
+    (note,) = spec_after(run, policies).fields
+    assert note.name == "found" and note.place == "note" and note.on_calls and note.on_answer
     run, policies = fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_calls": False}})
-    spec = spec_after(run, policies)
-    assert not spec.note_on_calls and spec.note_on_answer
+    (note,) = spec_after(run, policies).fields
+    assert not note.on_calls and note.on_answer
     run, policies = fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_answer": False}})
-    spec = spec_after(run, policies)
-    assert spec.note_on_calls and not spec.note_on_answer
-    with pytest.raises(ValidationError, match="switch the policy off instead"):
+    (note,) = spec_after(run, policies).fields
+    assert note.on_calls and not note.on_answer
+    with pytest.raises(ConfigError, match="switch the policy off instead"):
         fake_run(hippo_index, "found_notes", policy={"found_notes": {"on_calls": False, "on_answer": False}})
+    with pytest.raises(ConfigError, match=r"agent\.policy: no_such_policy is no policy"):
+        fake_run(hippo_index, policy={"no_such_policy": {}})
+    with pytest.raises(ConfigError, match=r"agent\.policy\.short_answer\.max_chars"):
+        fake_run(hippo_index, policy={"short_answer": {"max_chars": 1}})
 
 
 def test_short_answer_caps_the_answer_and_keeps_whole_sentences(hippo_index: Index) -> None:
     run, (policy,) = fake_run(hippo_index, "short_answer", policy={"short_answer": {"max_chars": 40}})
     assert spec_after(run, [policy]).answer_chars == 40
-    assert policy.revise(run, "Thionville [chunk A#0]. She married Lothair in") == "Thionville [chunk A#0]."
-    assert policy.revise(run, "Thionville") == "Thionville"
+    harness = Harness([policy])
+    assert harness.revise(run, "Thionville [chunk A#0]. She married Lothair in").answer == "Thionville [chunk A#0]."
+    assert harness.revise(run, "Thionville").answer == "Thionville" and policy.revise(run, "Thionville") is None
 
 
 @pytest.mark.parametrize(
@@ -139,17 +166,17 @@ def test_choice_answers_constrain_the_answer_to_the_question(
 ) -> None:
     run, policies = fake_run(hippo_index, "choice_answers", question=question)
     spec = spec_after(run, policies, final=True)
-    assert spec.options == options and spec.yes_no is yes_no
+    assert list(spec.options) == options and spec.yes_no is yes_no
 
 
 def test_new_text_reads_name_unread_hits_then_other_chunks_shown(hippo_index: Index) -> None:
     run, policies = fake_run(hippo_index, "new_text_reads")
-    assert spec_after(run, policies).readable == []  # nothing shown yet: nothing to read
+    assert spec_after(run, policies).readable == ()  # nothing shown yet: nothing to read
     search = guarded_call(run, policies, "keyword_search", {"keywords": ["Lothair"], "top_k": 3})
-    assert spec_after(run, policies).readable == ["hit 1", "hit 2", "hit 3"]
+    assert spec_after(run, policies).readable == ("hit 1", "hit 2", "hit 3")
     read = guarded_call(run, policies, "chunk_read", {"chunk_ids": ["hit 1"]})
     readable = spec_after(run, policies).readable or []
-    assert readable[:2] == ["hit 2", "hit 3"] and search.hits[0] not in readable
+    assert readable[:2] == ("hit 2", "hit 3") and search.hits[0] not in readable
     assert set(readable[2:]) == set(read.neighbours) - set(search.hits) - run.read_ids
 
 
@@ -157,14 +184,19 @@ def test_read_allowance_closes_a_search_after_two_of_its_hits_were_read(hippo_in
     run, policies = fake_run(hippo_index, "new_text_reads", "read_allowance")
     first = guarded_call(run, policies, "keyword_search", {"keywords": ["Lothair"], "top_k": 3})
     guarded_call(run, policies, "chunk_read", {"chunk_ids": ["hit 1"]})
-    assert run.reads_left() == 1 and "hit 2" in (spec_after(run, policies).readable or [])
+    assert reads_left(run) == 1 and "hit 2" in (spec_after(run, policies).readable or [])
     guarded_call(run, policies, "chunk_read", {"chunk_ids": ["hit 2"]})
     readable = spec_after(run, policies).readable or []
-    assert run.reads_left() == 0 and run.unread_hits() == []
+    assert reads_left(run) == 0 and unread_hits(run) == []
     assert not [r for r in readable if r.startswith("hit ") or r in first.hits]
     # a new search topped by chunks read before it still offers its unread hits
     guarded_call(run, policies, "keyword_search", {"keywords": ["Lothair"], "top_k": 4})
-    assert run.reads_left() == 2 and (spec_after(run, policies).readable or [])[0].startswith("hit ")
+    assert reads_left(run) == 2 and (spec_after(run, policies).readable or [])[0].startswith("hit ")
+    # without new_text_reads the closed search's hits are left out of the ids any read may name
+    alone, (allowance,) = fake_run(hippo_index, "read_allowance")
+    closed = guarded_call(alone, [allowance], "keyword_search", {"keywords": ["Lothair"], "top_k": 3})
+    guarded_call(alone, [allowance], "chunk_read", {"chunk_ids": ["hit 1", "hit 2"]})
+    assert set(spec_after(alone, [allowance]).readable or ()) == set(alone.offered) - set(closed.hits)
 
 
 def test_read_before_answer_reads_the_top_hits_once_per_search(hippo_index: Index) -> None:
@@ -191,38 +223,36 @@ def test_repeat_reads_read_what_the_search_allows_instead_of_refusing(hippo_inde
     run, policies = fake_run(hippo_index, "read_allowance", "repeat_reads")
     call = ToolCall("keyword_search", {"keywords": ["Lothair"], "top_k": 3})
     search = guarded_call(run, policies, "keyword_search", call.arguments)
-    result = policies[1].on_repeat(run, call)
-    assert isinstance(result, ToolResult) and result.ok
-    assert result.observation.startswith(f"{READ_INSTEAD}here are the best 2 hits you have not read yet:")
-    assert run.read_ids == set(search.hits[:2])
+    outcome = policies[1].on_repeat(run, call)
+    assert outcome == ReadInstead(tuple(search.hits[:2]), "Instead, here are the best 2 hits you have not read yet:")
+    assert not run.read_ids  # the policy reads nothing itself: the loop makes the read
+    run.harness_read(list(outcome.chunk_ids))
     assert policies[1].on_repeat(run, call) is None  # the allowance is used up: nothing to read instead
 
 
 def test_switch_search_blocks_the_repeated_tool_for_one_action_every_time(hippo_index: Index) -> None:
     run, (policy,) = fake_run(hippo_index, "switch_search")
     call = ToolCall("keyword_search", {"keywords": ["Hucbert"]})
-    result = policy.on_repeat(run, call)
-    assert isinstance(result, ToolResult) and not result.ok
-    assert result.observation.endswith(
-        "Search another way now: semantic_search with a few words describing the fact you still need."
-    )
-    assert spec_after(run, [policy]).tools == ["semantic_search", "chunk_read"]
-    assert spec_after(run, [policy]).tools == list(TOOL_NAMES)  # one action only
+    outcome = policy.on_repeat(run, call)
+    how = "semantic_search with a few words describing the fact you still need."
+    assert outcome == Refuse(f"Search another way now: {how}")
+    assert spec_after(run, [policy]).tools == ("semantic_search", "chunk_read")
+    assert spec_after(run, [policy]).tools == TOOL_NAMES  # one action only
     assert policy.on_repeat(run, ToolCall("chunk_read", {"chunk_ids": ["a"]})) is None
     # every fruitless repeat leads on; once something was read, its sentence closest to the question is named
     run.harness_read(["Hucbert#0"])
     again = policy.on_repeat(run, call)
-    assert isinstance(again, ToolResult) and 'Closest to the question in what you read: "' in again.observation
-    assert "[chunk Hucbert#0]. If this answers the question, give the final answer now" in again.observation
-    assert spec_after(run, [policy]).tools == ["semantic_search", "chunk_read"]
-    assert run.acted["switch_search"] == 2
+    assert isinstance(again, Refuse) and again.says.startswith('Closest to the question in what you read: "')
+    assert "[chunk Hucbert#0]. If this answers the question, give the final answer now" in again.says
+    assert spec_after(run, [policy]).tools == ("semantic_search", "chunk_read")
+    assert acted([policy]) == {"switch_search": 2}
 
 
 def test_stall_answer_ends_the_search_at_the_first_fruitless_repeat(hippo_index: Index) -> None:
     run, _ = fake_run(hippo_index, stall_limit=3)
-    assert run.stall_limit == 3
+    assert run.limits.stall_limit == 3
     run, _ = fake_run(hippo_index, "stall_answer", stall_limit=3)
-    assert run.stall_limit == 1
+    assert run.limits.stall_limit == 1
 
 
 @pytest.mark.parametrize(
@@ -265,37 +295,36 @@ def test_mended_citations_only_name_chunks_shown(answer: str, shown: set[str]) -
 def test_grounded_answer_holds_a_placeholder_once_then_answers_with_the_closest_sentence(hippo_index: Index) -> None:
     run, (policy,) = fake_run(hippo_index, "grounded_answer", question="When did Ermengarde of Tours die?")
     guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
-    assert policy.revise(run, "nothing yet") == "nothing yet"  # the model gets another chance first
+    assert policy.revise(run, "nothing yet").answer == "nothing yet"  # the model gets another chance first
     hold = policy.on_answer(run, "nothing yet")
     assert isinstance(hold, Hold) and hold.message.startswith('"nothing yet" is not an answer')
     instead = policy.revise(run, "nothing yet")
-    best = run.closest_sentences(["Ermengarde of Tours#0"])[0]
-    assert instead == f"{best.sentence} [chunk Ermengarde of Tours#0]" and run.answer_from != "model"
-    assert policy.on_answer(run, instead) is None
+    best = closest_sentences(run, ["Ermengarde of Tours#0"])[0]
+    assert instead.answer == f"{best.sentence} [chunk Ermengarde of Tours#0]"
+    assert instead.source == "the closest sentence read" and run.answer_from == "model"  # the loop records it
+    assert policy.on_answer(run, instead.answer) is None
     # at the step limit there is no second chance
     run, (policy,) = fake_run(hippo_index, "grounded_answer", question="When did Ermengarde of Tours die?")
     guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
     run.stop_reason = "max_steps"
-    assert policy.revise(run, "unknown").endswith("[chunk Ermengarde of Tours#0]")
+    assert policy.revise(run, "unknown").answer.endswith("[chunk Ermengarde of Tours#0]")
 
 
 def test_closest_sentence_names_the_read_sentence_nearest_the_question(hippo_index: Index) -> None:
     question = "Where did Ermengarde of Tours marry Lothair I?"
     run, policies = fake_run(hippo_index, "closest_sentence", question=question)
     result = run.call_tool(ToolCall("chunk_read", {"chunk_ids": ["Ermengarde of Tours#0", "Hucbert#0"]}))
-    policies[0].after_result(run, result)
+    note = policies[0].after_result(run, result)
     # brute force: every sentence of both chunks against the question
     embedder = hippo_index.embedder
     records = hippo_index.read(["Ermengarde of Tours#0", "Hucbert#0"])[0]
     sentences = [s for record in records for s in hippo_index.sentences(record)]
     cosines = embedder.embed_documents(sentences) @ embedder.embed_query(question)
     best = " ".join(sentences[int(np.argmax(cosines))].split())
-    last = result.observation.splitlines()[-1]
-    assert last.startswith(f'Closest to the question: "{best}') and "If this answers the question" in last
+    assert note is not None and "\n" not in note
+    assert note.startswith(f'Closest to the question: "{best}') and "If this answers the question" in note
     search = run.call_tool(ToolCall("keyword_search", {"keywords": ["Lothair"]}))
-    before = search.observation
-    policies[0].after_result(run, search)
-    assert search.observation == before  # searches show snippets; only reads are named
+    assert policies[0].after_result(run, search) is None  # searches show snippets; only reads are named
 
 
 def test_opening_search_searches_a_question_that_names_no_document(hippo_index: Index) -> None:
@@ -328,8 +357,8 @@ def test_plan_counts_the_loops_own_searches_when_asked_on_the_answer_too(hippo_i
     call = opening.opening(run)
     assert call is not None
     run.harness_call(call)
-    assert spec_after(run, [plan]).plan_on_answer is on_answer
-    run.record_action(Action([], "Teutberga", "", ["the abbot's sister"]))
+    assert fields_of(spec_after(run, [plan]))["plan"].on_answer is on_answer  # type: ignore[attr-defined]
+    run.record_action(Action([], "Teutberga", "", {"plan": ["the abbot's sister"]}))
     held = plan.on_answer(run, "Teutberga")
     assert (held is None) is on_answer  # the loop's search counts as the plan's one search only with on_answer
 
@@ -343,7 +372,7 @@ def test_search_first_leaves_the_first_action_free_after_the_loops_own_search(hi
     run, policies = fake_run(hippo_index, "search_first")
     run.harness_call(ToolCall("semantic_search", {"query": "Hucbert"}))
     spec = spec_after(run, policies)
-    assert spec.tools == list(TOOL_NAMES) and spec.answer and "search_first" not in run.acted
+    assert spec.tools == TOOL_NAMES and spec.answer and "search_first" not in acted(policies)
 
 
 def test_titles_named_in_a_question_are_whole_words_of_document_titles(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -375,14 +404,14 @@ def test_titles_named_in_a_question_are_whole_words_of_document_titles(tmp_path)
     ],
 )
 def test_a_sentence_that_asks_is_told_from_one_that_states(sentence: str, asks: bool) -> None:
-    from arag.agent.questions import asks_a_question
+    from arag.harness.text import asks_a_question
 
     assert asks_a_question(sentence) is asks
 
 
 @given(st.text(max_size=400))
 def test_only_a_sentence_ending_in_a_question_mark_asks(sentence: str) -> None:
-    from arag.agent.questions import asks_a_question
+    from arag.harness.text import asks_a_question
 
     assert asks_a_question(sentence) is False or sentence.rstrip().endswith("?")
 
@@ -417,14 +446,14 @@ def test_only_a_sentence_ending_in_a_question_mark_asks(sentence: str) -> None:
 def test_an_answer_that_restates_the_question_names_nothing_it_did_not(
     answer: str, question: str, restates: bool
 ) -> None:
-    from arag.agent.questions import restates_question
+    from arag.harness.text import restates_question
 
     assert restates_question(answer, question) is restates
 
 
 @given(question=st.text(max_size=200), picks=st.lists(st.integers(min_value=0), min_size=1, max_size=6))
 def test_words_of_the_question_restate_it_and_one_word_more_does_not(question: str, picks: list[int]) -> None:
-    from arag.agent.questions import restates_question
+    from arag.harness.text import restates_question
     from arag.verification import key_terms
 
     asked = key_terms(question)
@@ -446,9 +475,9 @@ def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_ques
     index = Index.open(folder / "idx", threads=1)
     run, _ = fake_run(index, question="What is bone cancer?")
     chunk_id = "Bone#0"
-    sentences, scores = run.toolkit.question_scores(index.read([chunk_id])[0][0])
+    sentences, scores = question_scores(run, index.read([chunk_id])[0][0])
     assert sentences[int(np.argmax(scores))] == "What is bone cancer?"  # the heading is nearest, by far
-    closest = run.closest_sentences([chunk_id], k=3)
+    closest = closest_sentences(run, [chunk_id], k=3)
     assert closest and all(not e.sentence.endswith("?") for e in closest)
     assert [e.sentence for e in closest] == sorted(
         (s for s in sentences if not s.endswith("?")), key=lambda s: -float(scores[sentences.index(s)])
@@ -458,7 +487,7 @@ def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_ques
     build_index([folder / "q.json"], folder / "qidx", IndexSettings(embedder="fake", threads=1))
     only_questions = Index.open(folder / "qidx", threads=1)
     run, _ = fake_run(only_questions, question="What is it?")
-    assert run.closest_sentences(["Q#0"])[0].sentence.endswith("?")
+    assert closest_sentences(run, ["Q#0"])[0].sentence.endswith("?")
 
 
 def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_index: Index) -> None:
@@ -486,8 +515,8 @@ def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_in
     # the phrase, cleaned of a label, quotes and its own citations; cited by the read chunk that contains it
     reply = 'Answer: "20 March 851" [chunk X#1]\nbecause …'
     assert reread.answer(reply) == "20 March 851 [chunk Ermengarde of Tours#0]"
-    assert run.acted == {"phrase_answer": 1}
-    assert reread.answer(sentence) == sentence and run.acted == {"phrase_answer": 1}  # the same sentence: no change
+    assert acted([policy]) == {"phrase_answer": 1}
+    assert reread.answer(sentence) == sentence and acted([policy]) == {"phrase_answer": 1}  # the same sentence
     assert reread.answer("851 BC") == "851 BC"  # in no chunk read: no citation made up
     for nothing in ("", "  ", "Unknown.", "not mentioned", "I cannot answer that"):
         assert reread.answer(nothing) == sentence  # the model's answer stands
@@ -495,8 +524,8 @@ def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_in
     cited = policy.reread(run, "She died in 851 in Tours, I read. [chunk Ermengarde of Tours#0] [chunk Made up#1]")
     assert cited is not None and cited.answer("851") == "851 [chunk Ermengarde of Tours#0]"
     # a phrase of the question's own words answers nothing: the model's answer stands
-    acted = dict(run.acted)
-    assert reread.answer("Ermengarde of Tours") == sentence and run.acted == acted
+    before = acted([policy])
+    assert reread.answer("Ermengarde of Tours") == sentence and acted([policy]) == before
     # and a short answer of the question's own words is reread, as a sentence is
     restated = policy.reread(run, "Tours [chunk Ermengarde of Tours#0]")
     assert restated is not None and restated.answer("20 March 851") == "20 March 851 [chunk Ermengarde of Tours#0]"
@@ -530,9 +559,9 @@ def test_phrase_answer_reads_off_at_most_its_token_budget(tmp_path_factory: pyte
     sizes = [r.n_tokens for r in index.read(["A#0", "B#0"])[0]]
     assert all(100 < n < 200 for n in sizes)  # the premise: one chunk fits in 200 tokens, both do not
     for budget, shown in ((1000, ["A#0", "B#0"]), (200, ["A#0"]), (100, [])):
-        run, (policy,) = fake_run(index, "phrase_answer", question="What is fact 3?")
-        run.settings.policy.phrase_answer.text_tokens = budget
-        run.settings.policy.phrase_answer.min_words = 0  # every answer, the shortest too
+        # min_words 0: every answer, the shortest too
+        settings = {"phrase_answer": {"text_tokens": budget, "min_words": 0}}
+        run, (policy,) = fake_run(index, "phrase_answer", question="What is fact 3?", policy=settings)
         guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["A#0", "B#0"]})
         reread = policy.reread(run, "fact 3")
         text = reread.messages[1]["content"] if reread else ""
@@ -558,8 +587,10 @@ def test_a_reread_reply_of_any_shape_gives_one_line_that_says_something_or_the_m
 
 
 def test_a_rambling_reread_reply_is_cut_to_the_answer_cap(hippo_index: Index) -> None:
-    run, (policy,) = fake_run(hippo_index, "phrase_answer", question="When did Ermengarde of Tours die?")
-    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    question = "When did Ermengarde of Tours die?"
+    run, (policy, short) = fake_run(hippo_index, "phrase_answer", "short_answer", question=question)
+    guarded_call(run, [policy, short], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    run.answer_chars = spec_after(run, [policy, short]).answer_chars  # as the loop records the latest action's
     reread = policy.reread(run, "She died in the year 851, in Tours.")
     assert reread is not None
     answer = reread.answer("She died in 851. " * 40)

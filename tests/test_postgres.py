@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 
 from arag.corpus.build import build_index
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, StoreError
+from arag.harness.view import CompactView
 from arag.index import Index
 from arag.store.postgres.store import PgStore
-from arag.tools import ResultView, Toolkit
+from arag.tools import Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from pg import PgNode, with_params
 
@@ -206,7 +207,7 @@ def test_records_documents_and_neighbours_are_identical(indexes: dict[str, Index
 
 def test_tools_give_the_same_observations_with_the_context_tracker(indexes: dict[str, Index]) -> None:
     def session(index: Index) -> list[str]:
-        tools = Toolkit(index, view=ResultView(hints=True))
+        tools = Toolkit(index, view=CompactView(hints=True))
         return [
             tools.call("keyword_search", {"keywords": ["Lothair II", "Tours"], "top_k": 3}).observation,
             tools.call("semantic_search", {"query": "queen of Lotharingia", "top_k": 3}).observation,

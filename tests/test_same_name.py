@@ -41,7 +41,7 @@ def test_namesakes_are_listed_with_what_tells_them_apart(namesakes: Index) -> No
     assert "- John Smith (footballer) [chunk John Smith (footballer)#0]: John Smith (born 1950)" in result.observation
     assert "- John Smith (politician) [chunk John Smith (politician)#0]: John Smith (1938 – 1994)" in result.observation
     assert "Jane Doe" not in result.observation.split("different entities")[1]  # not a namesake
-    assert run.acted == {"same_name": 1}
+    assert policies[0].times_acted == 1
 
 
 def test_a_film_and_its_remake(namesakes: Index) -> None:
@@ -61,7 +61,7 @@ def test_a_film_and_its_remake(namesakes: Index) -> None:
 def test_no_note_without_namesakes_the_question_names(namesakes: Index, question: str, arguments: dict) -> None:
     run, policies = fake_run(namesakes, "same_name", question=question)
     result = guarded_call(run, policies, "keyword_search", arguments)
-    assert "different entities" not in result.observation and not run.acted
+    assert "different entities" not in result.observation and not policies[0].times_acted
 
 
 def test_the_agent_with_same_name_on_the_scripted_server(namesakes: Index, server: ScriptedServer) -> None:

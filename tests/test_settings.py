@@ -78,7 +78,7 @@ def test_unknown_and_invalid_keys_are_errors(tmp_path: Path) -> None:
 
 
 def test_system_prompt_is_a_data_file_and_overridable(tmp_path: Path) -> None:
-    assert "[chunk ID]" in system_prompt("system.md")
+    assert "[chunk ID]" in system_prompt()
     custom = tmp_path / "prompt.md"
     custom.write_text("You are a terse research assistant.")
-    assert system_prompt("system.md", custom) == "You are a terse research assistant."
+    assert system_prompt(None, custom) == "You are a terse research assistant."

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from arag.corpus.build import build_index
 from arag.corpus.chunking import count_tokens
+from arag.harness.view import CompactView
 from arag.index import Index
 from arag.tools.arguments import tool_schema
 from arag.tools.toolkit import MAX_TOP_K, Toolkit
-from arag.tools.view import ResultView
 from conftest import FIXTURES, fake_run, fake_settings, guarded_call
 
 
@@ -128,7 +128,7 @@ def test_tools_search_approximately_on_an_index_built_for_it(tmp_path: Path) -> 
 
 
 def test_a_short_top_hit_is_shown_in_full_and_counts_as_read(hippo_index: Index) -> None:
-    inline = Toolkit(hippo_index, view=ResultView(hints=True, inline_tokens=400))
+    inline = Toolkit(hippo_index, view=CompactView(hints=True, inline_tokens=400))
     result = inline.call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3})
     first = result.chunk_ids[0]
     text = hippo_index.read([first])[0][0].text.strip()
@@ -138,11 +138,11 @@ def test_a_short_top_hit_is_shown_in_full_and_counts_as_read(hippo_index: Index)
     assert "Hit 1 is shown in full" in result.observation and '["hit 2"]' not in result.observation
     again = inline.call("keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}).observation
     assert text not in again and "[already read]" in again  # shown in full once
-    plain = Toolkit(hippo_index, view=ResultView(hints=True)).call(
+    plain = Toolkit(hippo_index, view=CompactView(hints=True)).call(
         "keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}
     )
     assert text not in plain.observation and "full text" not in plain.observation
-    too_long = Toolkit(hippo_index, view=ResultView(inline_tokens=1)).call(
+    too_long = Toolkit(hippo_index, view=CompactView(inline_tokens=1)).call(
         "keyword_search", {"keywords": ["Ermengarde"], "top_k": 3}
     )
     assert "full text" not in too_long.observation
@@ -160,7 +160,7 @@ def test_compact_search_that_matches_nothing_shows_what_the_keywords_head_finds(
     hippo_index: Index, keyword: str, head: str
 ) -> None:
     assert hippo_index.keyword_search([keyword], 5) == []  # the premise: the whole keyword matches nothing
-    run, policies = fake_run(hippo_index, "shorter_keywords", view=ResultView(hints=True))
+    run, policies = fake_run(hippo_index, "shorter_keywords", view=CompactView(hints=True))
     compact = guarded_call(run, policies, "keyword_search", {"keywords": [keyword], "top_k": 3})
     assert (
         f'no chunk contains these keywords. Results for shorter keywords that match, ["{head}"]' in compact.observation
@@ -172,7 +172,7 @@ def test_compact_search_that_matches_nothing_shows_what_the_keywords_head_finds(
 
 
 def test_compact_search_with_no_matching_head_says_so(hippo_index: Index) -> None:
-    run, policies = fake_run(hippo_index, "shorter_keywords", view=ResultView(hints=True))
+    run, policies = fake_run(hippo_index, "shorter_keywords", view=CompactView(hints=True))
     result = guarded_call(run, policies, "keyword_search", {"keywords": ["Zyxwv Qqqq's tower"]})
     assert "no matching chunks" in result.observation and result.chunk_ids == []
 
@@ -180,13 +180,13 @@ def test_compact_search_with_no_matching_head_says_so(hippo_index: Index) -> Non
 def test_compact_search_leaves_out_a_keyword_found_in_most_chunks(people_index: Index) -> None:
     arguments = {"keywords": ["Fortunella", "director"], "top_k": 3}
     assert people_index.keyword_search(["Fortunella", "director"], 1)[0].chunk_id.startswith("Person")  # premise
-    run, policies = fake_run(people_index, "common_keywords", view=ResultView(hints=True))
+    run, policies = fake_run(people_index, "common_keywords", view=CompactView(hints=True))
     compact = guarded_call(run, policies, "keyword_search", arguments)
     assert compact.observation.startswith('keyword_search ["Fortunella"] ("director" left out: in over 5% of the')
     assert compact.chunk_ids == [h.chunk_id for h in people_index.keyword_search(["Fortunella"], 3)]
     assert compact.chunk_ids[0].startswith("Fortunella")
     # the paper's tool (and the agent without the policy) score every keyword
-    for run, policies in (fake_run(people_index), fake_run(people_index, view=ResultView(hints=True))):
+    for run, policies in (fake_run(people_index), fake_run(people_index, view=CompactView(hints=True))):
         paper = guarded_call(run, policies, "keyword_search", arguments)
         assert paper.chunk_ids == [h.chunk_id for h in people_index.keyword_search(["Fortunella", "director"], 3)]
         assert "left out" not in paper.observation
@@ -205,7 +205,7 @@ def test_compact_search_leaves_out_a_keyword_found_in_most_chunks(people_index: 
 def test_common_keywords_are_left_out_only_beside_a_rarer_one(
     people_index: Index, keywords: list[str], kept: list[str]
 ) -> None:
-    run, policies = fake_run(people_index, "common_keywords", view=ResultView(hints=True))
+    run, policies = fake_run(people_index, "common_keywords", view=CompactView(hints=True))
     result = guarded_call(run, policies, "keyword_search", {"keywords": keywords, "top_k": 5})
     assert result.observation.startswith(f"keyword_search {json.dumps(kept)}"), result.observation[:200]
     assert ("left out" in result.observation) == (kept != keywords)
@@ -221,7 +221,7 @@ def test_a_small_collection_has_no_common_keywords(hippo_index: Index) -> None:
 
 def test_a_long_top_hit_is_shown_as_its_focused_read_within_the_inline_budget(hippo_index: Index) -> None:
     def toolkit(inline_tokens: int) -> Toolkit:
-        tools = Toolkit(hippo_index, view=ResultView(hints=True, inline_tokens=inline_tokens, focus_tokens=20))
+        tools = Toolkit(hippo_index, view=CompactView(hints=True, inline_tokens=inline_tokens, focus_tokens=20))
         tools.focus_query = "Where did Ermengarde of Tours marry Lothair I?"
         return tools
 
@@ -245,7 +245,7 @@ def test_a_long_top_hit_is_shown_as_its_focused_read_within_the_inline_budget(hi
 
 
 def test_compact_results_leave_out_scores_and_compact_schemas_leave_out_top_k(hippo_index: Index) -> None:
-    paper, compact = Toolkit(hippo_index), Toolkit(hippo_index, view=ResultView(hints=True, expose_top_k=False))
+    paper, compact = Toolkit(hippo_index), Toolkit(hippo_index, view=CompactView(hints=True, expose_top_k=False))
     assert "chunk Lothair II#0 (score 20)" in paper.call("keyword_search", {"keywords": ["Lothair II"]}).observation
     observation = compact.call("keyword_search", {"keywords": ["Lothair II"], "top_k": 1}).observation
     assert "[1] chunk Lothair II#0\n" in observation and "score" not in observation
@@ -257,7 +257,7 @@ def test_compact_results_leave_out_scores_and_compact_schemas_leave_out_top_k(hi
 
 
 def test_a_search_that_finds_one_chunk_per_keyword_says_to_read_both(people_index: Index) -> None:
-    tools = Toolkit(people_index, view=ResultView(hints=True, expose_top_k=False))
+    tools = Toolkit(people_index, view=CompactView(hints=True, expose_top_k=False))
     both = tools.call("keyword_search", {"keywords": ["Fortunella", "Town 7"]})
     assert both.chunk_ids[:2] == ["Fortunella#0", "Town 7#0"] and both.pair
     assert 'Hits 1 and 2 match different keywords: read both at once, chunk_read {"chunk_ids": ["hit 1", "hit 2"]}' in (
@@ -275,11 +275,12 @@ def test_a_search_that_finds_one_chunk_per_keyword_says_to_read_both(people_inde
 def title_toolkit(index: Index, **settings: object) -> Toolkit:
     """The compact profile's toolkit with title reads, as the agent builds it."""
     options: dict[str, object] = {"hints": True, "title_read_limit": 2, "title_reads": True, **settings}
-    return Toolkit(index, view=ResultView(**options))  # type: ignore[arg-type]
+    return Toolkit(index, view=CompactView(**options))  # type: ignore[arg-type]
 
 
 def test_hits_titled_as_a_keyword_are_shown_read_and_the_others_stay_snippets(hippo_index: Index) -> None:
-    from arag.agent.actions import ActionSpec
+    from arag.harness import Base, Harness
+    from arag.harness.reads import reads_left
 
     run, policies = fake_run(hippo_index, "new_text_reads", "read_allowance")
     tools = run.toolkit = title_toolkit(hippo_index)
@@ -299,10 +300,8 @@ def test_hits_titled_as_a_keyword_are_shown_read_and_the_others_stay_snippets(hi
     assert f"Hits {read[0]} and {read[1]} are read above. If they give the facts you need" in result.observation
     assert "Read the most promising hit" not in result.observation
     # they count as the search's reads: its other hits are not offered for reading, a read of them is not repeated
-    spec = ActionSpec(list(tools.enabled))
-    for policy in policies:
-        policy.constrain(run, spec)
-    assert run.reads_left() == 0 and not [r for r in spec.readable or [] if r.startswith("hit ")]
+    spec = Harness(policies).next_action(run, Base(tuple(tools.enabled), True, False))
+    assert reads_left(run) == 0 and not [r for r in spec.readable or [] if r.startswith("hit ")]
     assert "already read" in tools.call("chunk_read", {"chunk_ids": [f"hit {read[0]}"]}).observation
     again = tools.call("keyword_search", {"keywords": ["Lothair II", "Waldrada"]}).observation
     assert "full text" not in again and again.count("[already read]") == 2

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arag.agent import Agent
-from arag.agent.prompts import UNSUPPORTED_ANSWER
 from arag.eval.analyze import analyze_run, breakdown_markdown
+from arag.harness.policies.supported_answer import UNSUPPORTED_ANSWER
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings

@@ -8,6 +8,7 @@ from arag.errors import ARagError
 from arag.index import Index, SearchHit
 from arag.settings import Settings, load_settings
 from arag.tools import Toolkit
+from arag.version import __version__
 
 __all__ = [
     "ARagError",
@@ -18,6 +19,7 @@ __all__ = [
     "SearchHit",
     "Settings",
     "Toolkit",
+    "__version__",
     "ask",
     "build_index",
     "conversation",
@@ -27,9 +29,3 @@ __all__ = [
     "stream",
     "watch_sources",
 ]
-try:
-    from importlib.metadata import PackageNotFoundError, version
-
-    __version__ = version("a-rag")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"

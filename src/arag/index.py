@@ -21,13 +21,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arag.corpus.readers import never_stored, storable
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import ARagError, EmbedderError
 from arag.filters import Filter
 from arag.settings import IndexSettings
 from arag.store import ChunkRecord, DocumentRecord, Scope, Store, open_store
 from arag.store.embedded import ivf
+from arag.text import never_stored, storable
 
 SEMANTIC_SNIPPETS = 3
 

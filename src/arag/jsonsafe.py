@@ -51,3 +51,16 @@ def json_depth(value: Any, limit: int) -> int:
         elif isinstance(item, (list, tuple)):
             stack.extend((child, depth + 1) for child in item)
     return deepest
+
+
+def as_text(value: Any) -> str:
+    """A JSON value a model wrote where text belongs: the text itself, else its JSON ("" for null or a value that
+    cannot be written)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""

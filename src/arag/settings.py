@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from arag.errors import ConfigError
@@ -180,138 +180,6 @@ class ViewSettings(BaseModel):
     )
 
 
-class ReadAllowanceSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reads_per_search: int = Field(
-        2, ge=1, le=100, description="Hits of one search the model may read; then it must search again or answer."
-    )
-
-
-class CommonKeywordsSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    share: float = Field(
-        0.05,
-        gt=0.0,
-        le=1.0,
-        description="A keyword found in more than this share of the chunks (and in over 50) is left out of a keyword "
-        "search that has a rarer one.",
-    )
-
-
-class FoundNotesSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    on_calls: bool = Field(
-        True,
-        description="Every action carries the note (False: only the answer). Each note costs a small model ~15 "
-        "generated tokens, but without them it rarely stopped before the step limit (docs/results.md).",
-    )
-    on_answer: bool = Field(
-        True,
-        description="The answer carries the note too (False: only tool calls). Measured off: one Medical answer "
-        "more right, but on 2Wiki the model, used to opening each action with the note, never answered "
-        "(docs/results.md).",
-    )
-
-    @model_validator(mode="after")
-    def _some_action_carries_the_note(self) -> FoundNotesSettings:
-        if not (self.on_calls or self.on_answer):
-            raise ValueError("on_calls and on_answer are both false: switch the policy off instead (-found_notes)")
-        return self
-
-
-class ShortAnswerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    max_chars: int = Field(
-        200,
-        ge=20,
-        le=10_000,
-        description="Longest answer (constrained decoding); a cut answer keeps its whole sentences. A 1.5B model "
-        "that began to repeat itself otherwise filled the token limit (~35 s on 2 cores).",
-    )
-
-
-class PlanSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    on_answer: bool = Field(
-        False,
-        description="An answer given as the first action states the plan too, and the loop's own searches count as "
-        "the plan's (else only a first call states it, and only the model's searches count).",
-    )
-
-
-class ClosestSentenceSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    min_score: float = Field(
-        0.0, ge=-1.0, le=1.0, description="Named only when its cosine with the question is at least this."
-    )
-
-
-class PhraseAnswerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    min_words: int = Field(
-        7,
-        ge=0,
-        le=1000,
-        description="An answer of at least this many words, its citations aside, is reread: a sentence where the "
-        "prompt asks for a name, a date or a number (0: every answer); a shorter one only if it is made of the "
-        "question's own words. On 2Wiki rereading short answers too lost multi-hop answers the model had composed "
-        "(docs/results.md).",
-    )
-    text_tokens: int = Field(
-        3000,
-        ge=100,
-        le=100_000,
-        description="Most tokens of read text the phrase is read off (the chunks read first, as they were shown).",
-    )
-
-
-class ConfidentStopSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    threshold: float = Field(
-        0.8, ge=0.0, le=1.0, description="A tool call stated with at least this confidence is the last one."
-    )
-
-
-class PolicySettings(BaseModel):
-    """Each policy's own settings (a policy without knobs has none); whether it runs is the profile's list and
-    ``agent.policies``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    read_allowance: ReadAllowanceSettings = Field(
-        default_factory=ReadAllowanceSettings, description="read_allowance: the hits of one search the model may read."
-    )
-    common_keywords: CommonKeywordsSettings = Field(
-        default_factory=CommonKeywordsSettings, description="common_keywords: when a keyword is common."
-    )
-    found_notes: FoundNotesSettings = Field(
-        default_factory=FoundNotesSettings, description="found_notes: which actions carry the note."
-    )
-    short_answer: ShortAnswerSettings = Field(
-        default_factory=ShortAnswerSettings, description="short_answer: the longest answer."
-    )
-    plan: PlanSettings = Field(
-        default_factory=PlanSettings, description="plan: when the plan is asked for and held to."
-    )
-    closest_sentence: ClosestSentenceSettings = Field(
-        default_factory=ClosestSentenceSettings, description="closest_sentence: when the sentence is named."
-    )
-    phrase_answer: PhraseAnswerSettings = Field(
-        default_factory=PhraseAnswerSettings, description="phrase_answer: which answers are reread, over what."
-    )
-    confident_stop: ConfidentStopSettings = Field(
-        default_factory=ConfidentStopSettings, description="confident_stop: the confidence that ends the search."
-    )
-
-
 class AgentSettings(BaseModel):
     """The ReAct loop (paper §3.3): its budgets, the profile (a named bundle of policies and a result view), and
     switches on top of the profile."""
@@ -341,7 +209,11 @@ class AgentSettings(BaseModel):
         description="Switches on the profile's policies: '-name' leaves one out, '+name' adds one "
         "(arag policies lists them; e.g. ['-plan', '+opening_search']).",
     )
-    policy: PolicySettings = Field(default_factory=PolicySettings, description="Each policy's own settings.")
+    policy: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Each policy's own settings, by its name: agent.policy.NAME.KNOB (each policy's settings "
+        "class, in its module of arag/harness/policies, names and checks them; arag config shows the defaults).",
+    )
     view: ViewSettings = Field(default_factory=ViewSettings, description="Overrides of the profile's result view.")
     tools: list[ToolName] = Field(
         default_factory=lambda: list(TOOL_NAMES),
@@ -354,6 +226,15 @@ class AgentSettings(BaseModel):
     )
     stall_limit: int = Field(
         2, ge=1, description="Consecutive repeated calls with nothing new before the answer is forced."
+    )
+    max_model_calls: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="Model calls a question may make before its answer is forced (stop reason 'model_calls'), "
+        "answers the harness held back included: the loop's own bound, whatever its policies do. Default: "
+        "2 × max_steps + 6, which the packaged policies never reach (every step, as many held answers, and their "
+        "one-time holds).",
     )
     verify_answers: bool = Field(
         False,

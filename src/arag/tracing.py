@@ -68,7 +68,7 @@ def configure() -> bool:
             "OTEL_* variables ask for traces, which need the OpenTelemetry SDK: pip install 'a-rag[trace]' "
             "(or unset them)"
         ) from None
-    from arag import __version__
+    from arag.version import __version__
 
     service = os.environ.get("OTEL_SERVICE_NAME") or "a-rag"
     provider = TracerProvider(resource=Resource.create({"service.name": service, "service.version": __version__}))
@@ -93,7 +93,7 @@ def _tracer() -> Any:
     api = _api()
     if api is None:
         return None
-    from arag import __version__
+    from arag.version import __version__
 
     return (_provider or api.get_tracer_provider()).get_tracer("arag", __version__)
 

@@ -1,44 +1,23 @@
 """How the model acts: native tool calls, or constrained JSON actions (nested or flat). One :class:`ActionFormat`
-turns an :class:`ActionSpec` (what the next action may be) into the request, and the reply into an
+turns a :class:`~arag.harness.NextAction` (what the next action may be) into the request, and the reply into an
 :class:`Action`."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from arag.harness.contract import NextAction
+from arag.harness.grammar import action_schema
+from arag.jsonsafe import as_text
 from arag.models.endpoint import ChatTurn
-from arag.tools.toolkit import Toolkit
+from arag.tools.toolkit import ToolCall, Toolkit
 
-# "Yes", "No, both are American [chunk …]": llama.cpp's grammar takes anchored patterns without \b
-YES_NO_PATTERN = r"^(Yes|No)([,.;:]? [^\n]*)?$"
-FOUND_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 200}  # one fact; every token costs ~0.1 s on 2 cores
-PLAN_SCHEMA = {
-    "type": "array",
-    "items": {"type": "string"},
-    "minItems": 1,
-    "maxItems": 3,
-    "description": "The searches needed, in order: one per fact to find (a multi-hop question needs two or three).",
-}
-# a JSON action's confidence, in tenths: a closed set the grammar enforces and a small model writes in 1-3 tokens
-CONFIDENCE_SCHEMA: dict[str, Any] = {"type": "number", "enum": [round(0.1 * tenth, 1) for tenth in range(11)]}
-NOT_ACTIONS = ("plan", "found", "thought", "confidence")  # keys of a flat action that name no tool
+NOTE = "thought"  # the free-text field of a JSON action (a policy may ask for a note of its own instead)
 _JSON_CANDIDATES = 4  # tagged or fenced blocks tried per reply: enough for real replies, linear for hostile ones
-
-
-def yes_no_pattern(max_chars: int | None) -> str:
-    return YES_NO_PATTERN if max_chars is None else rf"^(Yes|No)([,.;:]? [^\n]{{0,{max_chars}}})?$"
-
-
-@dataclass
-class ToolCall:
-    name: str
-    arguments: Any
-    call_id: str | None = None  # a native tool call's id, which its result must answer
-    header: str | None = None  # a policy that changed the call says so in its result's first words
 
 
 @dataclass
@@ -47,47 +26,25 @@ class Action:
 
     calls: list[ToolCall] = field(default_factory=list)
     answer: str = ""
-    note: str = ""  # the free "thought" / "found" text
-    plan: list[str] = field(default_factory=list)
-    confidence: float | None = None  # a JSON action's "confidence" field (0-1), where the spec asked for one
-
-    def stated_confidence(self) -> float | None:
-        """How sure the model said it is: the JSON field where the action has one, else what its text states."""
-        return self.confidence if self.confidence is not None else confidence_in_text(self.note)
-
-
-@dataclass
-class ActionSpec:
-    """What the model's next action may be. The loop offers every enabled tool and the answer; policies narrow
-    it before each model call. JSON actions enforce all of it by constrained decoding; native tool calls can only
-    leave tools out."""
-
-    tools: list[str]  # canonical names of the tools it may call
-    constrained: bool = False  # the model acts in JSON under a grammar: the whole spec is enforced
-    answer: bool = True  # it may give the final answer
-    final: bool = False  # the forced final answer: no tools
-    plan: bool = False  # the action starts with a plan of searches
-    plan_on_answer: bool = False  # an answer given as the first action starts with the plan too
-    note: str = "thought"  # the free-text field of a JSON action ("found" makes it a required, bounded note)
-    note_on_calls: bool = True  # False: only the answer carries the note
-    note_on_answer: bool = True  # False: only tool calls carry the note
-    readable: list[str] | None = None  # chunk_read may only name these (None: any id; empty: no read)
-    options: list[str] = field(default_factory=list)  # the answer is one of these
-    yes_no: bool = False  # the answer starts with Yes or No
-    answer_chars: int | None = None  # the longest answer
-    confidence: bool = False  # a tool call states how sure the model is that what it read answers the question
+    note: str = ""  # the free "thought" (or the note a policy asked for)
+    fields: dict[str, Any] = field(default_factory=dict)  # the fields the harness asked for, as the model wrote them
 
 
 class ActionFormat:
-    """Native tool calls (the paper's): the endpoint's own function calling."""
+    """Native tool calls (the paper's): the endpoint's own function calling. ``notes`` and ``fields`` are the keys
+    a JSON action may carry besides its tool or answer (the harness's)."""
 
     label = "native"
     json = False
+    flat = False
 
-    def request(self, spec: ActionSpec, toolkit: Toolkit, parallel: bool) -> dict[str, Any]:
-        if spec.final:
+    def __init__(self, notes: Collection[str] = (NOTE,), fields: Collection[str] = ()) -> None:
+        self.notes, self.fields = tuple(notes), tuple(fields)
+
+    def request(self, action: NextAction, toolkit: Toolkit, parallel: bool) -> dict[str, Any]:
+        if action.final:
             return {}
-        offered = {toolkit.names[t] for t in spec.tools}
+        offered = {toolkit.names[t] for t in action.tools}
         tools = [s for s in toolkit.schemas() if s["function"]["name"] in offered]
         return {"tools": tools, "parallel_tool_calls": parallel}
 
@@ -95,7 +52,7 @@ class ActionFormat:
         if turn.tool_calls:
             calls = [ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"]) for c in turn.tool_calls]
             return Action(calls, "", turn.content)
-        return parse_text_action(turn.content, toolkit)
+        return parse_text_action(turn.content, toolkit, self.notes, self.fields)
 
 
 class JsonActions(ActionFormat):
@@ -104,13 +61,9 @@ class JsonActions(ActionFormat):
 
     label = "json"
     json = True
-    flat = False
 
-    def request(self, spec: ActionSpec, toolkit: Toolkit, parallel: bool) -> dict[str, Any]:
-        return {"response_format": action_schema(None if spec.final else toolkit, spec, self.flat)}
-
-    def parse(self, turn: ChatTurn, toolkit: Toolkit) -> Action:
-        return parse_text_action(turn.content, toolkit)
+    def request(self, action: NextAction, toolkit: Toolkit, parallel: bool) -> dict[str, Any]:
+        return {"response_format": action_schema(None if action.final else toolkit, action, self.flat)}
 
 
 class FlatJsonActions(JsonActions):
@@ -121,114 +74,44 @@ class FlatJsonActions(JsonActions):
     flat = True
 
 
-def action_format(mode: str) -> ActionFormat:
-    return {"native": ActionFormat, "json": JsonActions, "flat-json": FlatJsonActions}[mode]()
+def action_format(mode: str, notes: Collection[str] = (NOTE,), fields: Collection[str] = ()) -> ActionFormat:
+    return {"native": ActionFormat, "json": JsonActions, "flat-json": FlatJsonActions}[mode](notes, fields)
 
 
-def action_schema(toolkit: Toolkit | None, spec: ActionSpec, flat: bool = False) -> dict[str, Any]:
-    """The response_format whose variants are the offered tools plus final_answer, shaped by ``spec``."""
-    planned: dict[str, Any] = {"plan": PLAN_SCHEMA} if spec.plan else {}
-    note = {spec.note: FOUND_SCHEMA if spec.note == "found" else {"type": "string"}}
-    call_note = note if spec.note_on_calls else {}
-    if spec.confidence:
-        call_note = {**call_note, "confidence": CONFIDENCE_SCHEMA}
-    variants = []
-    for schema in toolkit.schemas() if toolkit else []:
-        name, parameters = schema["function"]["name"], schema["function"]["parameters"]
-        canonical = toolkit.canonical(name) if toolkit else name
-        if canonical not in spec.tools:
-            continue
-        if canonical == "chunk_read" and spec.readable is not None:
-            if not spec.readable:
-                continue  # everything shown was read: a search or the answer is the only progress
-            # a read can only name these, so it cannot name a chunk that would show no new text
-            items = {"type": "string", "enum": spec.readable}
-            parameters = {
-                "type": "object",
-                "properties": {"chunk_ids": {"type": "array", "items": items, "minItems": 1, "maxItems": 3}},
-                "required": ["chunk_ids"],
-                "additionalProperties": False,
-            }
-        if flat:
-            only = list(parameters["properties"].values())
-            call: dict[str, Any] = {name: only[0] if len(only) == 1 else parameters}
-        else:
-            call = {"action": {"type": "string", "enum": [name]}, "arguments": parameters}
-        variants.append(_object({**planned, **call_note, **call}))
-    if spec.answer or spec.final or not variants:
-        final: dict[str, Any] = {} if flat else {"action": {"type": "string", "enum": ["final_answer"]}}
-        answer_plan = planned if spec.plan_on_answer else {}
-        answer_note = note if spec.note_on_answer else {}
-        variants.append(_object({**answer_plan, **answer_note, **final, "answer": _answer_schema(spec)}))
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "agent_action", "strict": True, "schema": {"anyOf": variants}},
-    }
-
-
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-
-
-def _answer_schema(spec: ActionSpec) -> dict[str, Any]:
-    if spec.options:
-        return {"type": "string", "enum": spec.options}
-    if spec.yes_no:
-        return {"type": "string", "pattern": yes_no_pattern(spec.answer_chars)}
-    return {"type": "string"} if spec.answer_chars is None else {"type": "string", "maxLength": spec.answer_chars}
-
-
-def parse_text_action(content: str, toolkit: Toolkit) -> Action:
+def parse_text_action(
+    content: str, toolkit: Toolkit, notes: Collection[str] = (NOTE,), fields: Collection[str] = ()
+) -> Action:
     """An action written as text: a JSON action (nested or flat; whole, tagged or fenced), an answer cut off by the
-    token limit, or else the text itself as the answer."""
+    token limit, or else the text itself as the answer. ``notes``: the keys its free note may have, in order of
+    preference; ``fields``: the other keys it may carry besides its tool or answer."""
     data = json_object(content)
     if isinstance(data, dict):
         name = data.get("action") or data.get("name") or data.get("tool")
-        note = as_text(data.get("thought", data.get("found", "")))
-        raw_plan = data.get("plan")
-        plan = [as_text(p) for p in raw_plan[:3] if as_text(p).strip()] if isinstance(raw_plan, list) else []
+        note = as_text(next((data[key] for key in notes if key in data), ""))
+        extra = {key: data[key] for key in fields if key in data}
         arguments = data.get("arguments", data.get("parameters", data.get("action_input", {})))
         if not name:
-            name, arguments = _flat_action(data, toolkit)
+            name, arguments = _flat_action(data, toolkit, {*notes, *fields})
         if name == "final_answer":
             answer = data.get("answer")
             if answer is None and isinstance(arguments, dict):
                 answer = arguments.get("answer")
-            return Action([], as_text(answer), note, plan)
+            return Action([], as_text(answer), note, extra)
         if isinstance(name, str) and name:
-            return Action([ToolCall(name, arguments)], "", note, plan, _confidence(data.get("confidence")))
+            return Action([ToolCall(name, arguments)], "", note, extra)
     truncated = _cut_off_answer(content)
     if truncated is not None:
         return Action([], truncated)
     return Action([], content.strip())
 
 
-_CONFIDENCE_TEXT = re.compile(r"confidence\s*[:=]?\s*(\d+(?:\.\d+)?)\s*(%?)", re.I)
-
-
-def confidence_in_text(text: str) -> float | None:
-    """The last ``confidence: 0.8`` (or ``80%``) in ``text``, as a fraction; None if it states none."""
-    found = _CONFIDENCE_TEXT.findall(text or "")
-    if not found:
-        return None
-    value, percent = found[-1]
-    number = float(value) / (100 if percent or float(value) > 1 else 1)
-    return number if 0 <= number <= 1 else None
-
-
-def _confidence(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 <= value <= 1 else None
-
-
-def _flat_action(data: dict[str, Any], toolkit: Toolkit) -> tuple[str, Any]:
+def _flat_action(data: dict[str, Any], toolkit: Toolkit, not_tools: Collection[str]) -> tuple[str, Any]:
     """(tool or "final_answer", arguments) of a flat action: {"keyword_search": ["X"]}, {"keyword_search":
-    {"keywords": ["X"]}}, {"answer": "…"}; ("", {}) when no key names one."""
+    {"keywords": ["X"]}}, {"answer": "…"}; ("", {}) when no key names one (``not_tools``: keys that never do)."""
     for key, value in data.items():
         if key in ("answer", "final_answer"):
             return "final_answer", {"answer": value}
-        if key in NOT_ACTIONS or toolkit.canonical(key) not in toolkit.enabled:
+        if key in not_tools or toolkit.canonical(key) not in toolkit.enabled:
             continue
         if isinstance(value, dict):
             return key, value
@@ -254,17 +137,6 @@ def _cut_off_answer(text: str) -> str | None:
         return str(json.loads(f'"{raw}"')).strip() + " …"
     except ValueError:
         return raw.strip() + " …"
-
-
-def as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return ""
 
 
 def json_object(text: str) -> Any:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.errors import IngestError
+from arag.text import storable
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst"} | MARKDOWN_SUFFIXES
@@ -140,19 +141,6 @@ def clean_metadata(fields: dict[str, Any]) -> dict[str, MetadataValue]:
     for key, value in fields.items():
         add(str(key), value, 0)
     return out
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(text: str) -> str:
-    """``text`` with NUL and lone surrogates replaced by U+FFFD, as every store holds text."""
-    return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
-
-
-def never_stored(text: str) -> bool:
-    """Whether ``text`` holds a character no stored text can contain (NUL, a lone surrogate): it matches nothing."""
-    return _UNSTORABLE.search(text) is not None
 
 
 @dataclass(slots=True)

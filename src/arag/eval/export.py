@@ -61,7 +61,7 @@ def system_and_tools(tools: list[str], max_steps: int) -> tuple[str, list[dict[s
         schema = tool_schema(getattr(Toolkit, name))
         schema["function"]["parameters"]["properties"].pop("where", None)  # an index's own fields: not in training
         schemas.append(schema)
-    system = prompts.system_prompt("system.md") + prompts.tools_line(tools, max_steps)
+    system = prompts.system_prompt() + prompts.tools_line(tools, max_steps)
     return system, schemas
 
 

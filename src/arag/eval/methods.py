@@ -11,8 +11,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from arag.agent import Agent, prompts
+from arag.agent import Agent
 from arag.corpus.chunking import count_tokens
+from arag.harness.text import SHORT_PHRASE
 from arag.index import Index
 from arag.models.endpoint import ChatModel, Usage
 from arag.settings import AgentSettings, ToolName
@@ -27,7 +28,7 @@ METHODS: dict[str, list[ToolName] | None] = {
     "arag-no-semantic": ["keyword_search", "chunk_read"],
     "arag-no-read": ["keyword_search", "semantic_search"],
 }
-ANSWER_PROMPT = prompts.SHORT_PHRASE
+ANSWER_PROMPT = SHORT_PHRASE
 NAIVE_PROMPT = ANSWER_PROMPT + " Use the retrieved chunks."
 
 
@@ -45,10 +46,10 @@ class MethodOutput:
     error: str | None = None
     model_calls: list[dict[str, Any]] = field(default_factory=list)
     answer_from: str = "model"  # or what the agent's loop answered instead of a reply that was no answer
-    plan: list[str] = field(default_factory=list)
     policies_acted: dict[str, int] = field(default_factory=dict)
     verification: dict[str, Any] | None = None  # agent.verify_answers
-    rereads: list[dict[str, str]] = field(default_factory=list)  # answers a reread changed: before and after
+    # what each policy recorded, by name (a plan stated; an answer a reread changed: "reread")
+    policy_records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Method:
@@ -56,7 +57,7 @@ class Method:
     system_prompt: str = ANSWER_PROMPT  # recorded by hash in the run's config
     tool_names: tuple[str, ...] = ()  # the names the model sees
     actions = "text"  # how the model acts: "text" (an answer), "native" tool calls, "json" or "flat json" actions
-    policies: tuple[str, ...] = ()  # the agent's policies, in order (arag/agent/policies)
+    policies: tuple[str, ...] = ()  # the agent's policies (arag/harness/policies)
 
     def answer(self, question: str) -> MethodOutput:
         raise NotImplementedError
@@ -140,14 +141,13 @@ class AgentMethod(Method):
             result.cost,
             result.seen_chunks,
             result.read_chunks,
-            [asdict(step) for step in result.trajectory],  # every field a step records, its confidence too
+            [asdict(step) for step in result.trajectory],  # every field a step records
             result.error,
             result.model_calls,
             result.answer_from,
-            result.plan,
             result.policies_acted,
             result.verification,
-            result.rereads,
+            result.policy_records,
         )
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from pathlib import Path
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "…"}
+from arag.text import normalize_answer
 
 JUDGE_PROMPT = """You are grading an answer to a question against the gold answer.
 The answer is correct if it carries the key information of the gold answer, is consistent with it, and
@@ -19,14 +17,6 @@ Gold answer: {gold}
 Predicted answer: {prediction}
 
 Reply with exactly one word: correct or incorrect."""
-
-
-def normalize_answer(text: str) -> str:
-    """Lower-case, drop punctuation and articles (a/an/the), fold whitespace."""
-    text = text.lower()
-    text = "".join(" " if ch in _PUNCTUATION else ch for ch in text)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
 
 
 def contain_acc(prediction: str, golds: list[str]) -> float:

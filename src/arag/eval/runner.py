@@ -30,11 +30,12 @@ from arag.eval.metrics import (
     token_f1,
 )
 from arag.eval.runs import CONFIG, RESULTS, SUMMARY, mean_present, read_results, summarize
+from arag.harness.profiles import resolved_policy_settings
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.models.llama_build import build_info
 from arag.models.local import lookup_tokens
-from arag.settings import IndexSettings, Settings, load_settings
+from arag.settings import AgentSettings, IndexSettings, Settings, load_settings
 from arag.store import is_database_url
 
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ def run_method(
         "judge_model": judge_model.model if judge_model else None,
         "settings": {
             # Direct and Naive RAG run no agent: its settings are not part of their identity
-            "agent": settings.agent.model_dump(mode="json") if method_impl.tool_names else None,
+            "agent": _agent_settings(settings.agent) if method_impl.tool_names else None,
             "index": settings.index.model_dump(mode="json", exclude={"threads"}),
             "naive_top_k": naive_top_k,
             "protocol": protocol,
@@ -341,6 +342,12 @@ def run_method(
         judge_prompt,
         key_terms,
     )
+
+
+def _agent_settings(agent: AgentSettings) -> dict[str, Any]:
+    """The agent's settings as a run records them: every policy's settings in full, defaults included (the
+    settings leave out what a user did not set)."""
+    return {**agent.model_dump(mode="json"), "policy": resolved_policy_settings(agent)}
 
 
 def _sha256_text(text: str) -> str:
@@ -410,9 +417,8 @@ def run_eval(
             "steps": output.steps,
             "stop_reason": output.stop_reason,
             "answer_from": output.answer_from,
-            "plan": output.plan,
             "policies_acted": output.policies_acted,
-            **({"rereads": output.rereads} if output.rereads else {}),
+            **({"policy_records": output.policy_records} if output.policy_records else {}),
             **({"verification": output.verification} if output.verification is not None else {}),
             "latency_s": round(time.perf_counter() - t0, 3),
             "usage": output.usage.to_dict(),

@@ -134,11 +134,16 @@ def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[d
 def threshold_changes(record: dict[str, Any], recorded: float, threshold: float) -> bool:
     """Whether confident_stop at ``threshold`` would take another path than the record's, made at ``recorded``:
     it stops after the first of the model's tool calls that states ``threshold`` or more."""
-    stated = [
-        step.get("confidence", "unrecorded")
-        for step in record.get("trajectory") or []
-        if step.get("origin", "model") == "model"
-    ]
+    recorded_stated = ((record.get("policy_records") or {}).get("confident_stop") or {}).get("stated")
+    stated = (
+        list(recorded_stated)
+        if isinstance(recorded_stated, list)
+        else [  # a run recorded before the policy kept its record: each step held its confidence, if any
+            step.get("confidence", "unrecorded")
+            for step in record.get("trajectory") or []
+            if step.get("origin", "model") == "model"
+        ]
+    )
     stopped = bool((record.get("policies_acted") or {}).get("confident_stop"))
     if "unrecorded" in stated:  # a run older than the field
         return stopped if threshold > recorded else True

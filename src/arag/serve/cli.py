@@ -95,7 +95,7 @@ PolicyOpt = Annotated[
     typer.Option(
         "--policy",
         help="Switch one of the profile's policies for this run: --policy -NAME leaves it out, --policy +NAME adds "
-        "it (repeatable; arag/agent/policies). [default: the profile's; env ARAG_AGENT__POLICIES]",
+        "it (repeatable; arag/harness/policies). [default: the profile's; env ARAG_AGENT__POLICIES]",
     ),
 ]
 ThreadsOpt = Annotated[
@@ -105,7 +105,7 @@ ThreadsOpt = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        from arag import __version__
+        from arag.version import __version__
 
         sys.stdout.write(f"a-rag {__version__}\n")
         raise typer.Exit()
@@ -646,7 +646,7 @@ def policies(as_json: JsonOpt = False) -> None:
     """The agent's policies: what each does, and which profiles run it (switch one with --policy -NAME/+NAME)."""
     from dataclasses import asdict
 
-    from arag.agent.profiles import describe_policies
+    from arag.harness import describe_policies
 
     rows = describe_policies()
     if as_json:
@@ -1276,7 +1276,7 @@ def eval_sweep(
             )
             name = f"steps-{steps}"
             if threshold is not None:
-                settings.agent.policy.confident_stop.threshold = threshold
+                settings.agent.policy.setdefault("confident_stop", {})["threshold"] = threshold
                 name += f"-confidence-{threshold:g}"
             summaries.append(
                 _run_one(choice, method, out / name, settings, workers, limit, seed, local_model, judge, 5, None, first)

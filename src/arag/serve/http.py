@@ -33,7 +33,6 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from arag import __version__
 from arag.agent import Conversation
 from arag.citations import locate
 from arag.errors import ARagError, ConfigError
@@ -46,6 +45,7 @@ from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import MAX_KEYWORDS, MAX_READ, MAX_TOP_K
 from arag.tools.view import CLIENT_VIEW
 from arag.tracing import parent_from
+from arag.version import __version__
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)

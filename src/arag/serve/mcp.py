@@ -19,12 +19,12 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from arag import __version__
 from arag.index import Index
 from arag.jsonsafe import clean_json_value, json_depth, loads_bounded
 from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import Toolkit
 from arag.tools.view import CLIENT_VIEW
+from arag.version import __version__
 
 MAX_LINE_CHARS = 4 * 1024 * 1024
 MAX_DEPTH = 32

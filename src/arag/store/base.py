@@ -253,7 +253,7 @@ def new_manifest(
     """The manifest of a generation written now, by this version of a-rag."""
     import datetime
 
-    from arag import __version__
+    from arag.version import __version__
 
     return Manifest(
         format_version=FORMAT_VERSION,

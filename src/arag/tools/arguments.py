@@ -139,3 +139,11 @@ def validate_arguments(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str
         )
         raise ToolArgumentError(f"invalid arguments for {fn.__name__}: {problems}") from None
     return {name: getattr(model, name) for name in type(model).model_fields}
+
+
+def safe_arguments(arguments: Any) -> dict[str, Any]:
+    """A call's arguments as a dict; ones the tools would refuse as their raw text (for keys and records)."""
+    try:
+        return parse_arguments(arguments)
+    except Exception:
+        return {"_raw": str(arguments)}

@@ -8,18 +8,16 @@ observation that tells the model what to fix.
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arag.citations import locate
 from arag.corpus.chunking import count_tokens
 from arag.filters import Filter, FilterError, parse_filter
-from arag.index import Index
-from arag.store import ChunkRecord
+from arag.index import Index, SearchHit
 from arag.tools.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_QUERY_CHARS,
@@ -30,14 +28,22 @@ from arag.tools.arguments import (
     validated_arguments_for_record,
 )
 from arag.tools.tracker import ContextTracker
-from arag.tools.view import ResultPresenter, ResultView, Shown, distinct_pair
+from arag.tools.view import ResultPresenter, ResultView
 
 MAX_TOP_K = 20
 MAX_KEYWORDS = 10
 MAX_READ = 10
-# a keyword in fewer chunks than this is never "common": in a small collection every word is in a few texts
-MIN_COMMON_CHUNKS = 50
 TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
+
+
+@dataclass
+class ToolCall:
+    """A call of a tool by name, as the model made it (``call_id``: a native tool call's id, which its result must
+    answer)."""
+
+    name: str
+    arguments: Any
+    call_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -53,6 +59,21 @@ class ToolResult:
     neighbours: list[str] = field(default_factory=list)  # a read's prev/next chunk ids
     # a search whose hits 1 and 2 matched different keywords (one chunk for each of two names)
     pair: bool = False
+    read: list[str] = field(default_factory=list)  # the chunks it showed in full for the first time: now read
+    header: str = ""  # a search's first words, which say what it searched for
+
+
+@dataclass
+class _Output:
+    """What one tool run shows: the text, and as data what the tracker records of it."""
+
+    text: str
+    shown: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
+    hits: list[str] = field(default_factory=list)
+    neighbours: list[str] = field(default_factory=list)
+    pair: bool = False
+    header: str = ""
 
 
 class Toolkit:
@@ -81,41 +102,32 @@ class Toolkit:
         # an index built with an IVF (--ann) was built for approximate search: the tools use it
         self.exact = not index.manifest.ann if exact is None else exact
         self.encoding = encoding
-        full_text = "chunk_read" not in self.enabled
-        self.presenter = ResultPresenter(
-            view or ResultView(), index, self.tracker, encoding, self.names["chunk_read"], full_text
-        )
+        self._view = view or ResultView()
+        self.presenter: ResultPresenter = self._presenter(self._view)
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
         self.scope = scope  # the user's filter: every call stays within it (and within the model's own where)
-        # what the current call shows, for its ToolResult
-        self._shown = Shown()
-        self._neighbours: list[str] = []
-        self._header: str | None = None
+
+    def _presenter(self, view: ResultView) -> ResultPresenter:
+        return view.presenter(self.index, self.encoding, self.names["chunk_read"], "chunk_read" not in self.enabled)
 
     @property
     def view(self) -> ResultView:
-        return self.presenter.view
+        return self._view
 
     @view.setter
     def view(self, view: ResultView) -> None:
-        self.presenter.view = view
+        focus = self.presenter.focus_query
+        self._view, self.presenter = view, self._presenter(view)
+        self.presenter.focus_query = focus
 
     @property
     def focus_query(self) -> str:
-        """What focused reads are focused on (the question)."""
+        """The question the tools are used for (a view may focus reads on it)."""
         return self.presenter.focus_query
 
     @focus_query.setter
     def focus_query(self, query: str) -> None:
         self.presenter.focus_query = query
-
-    def question_scores(self, record: ChunkRecord) -> tuple[list[str], Any]:
-        """A chunk's sentences and their cosines with the question (``focus_query``)."""
-        return self.presenter.question_scores(record)
-
-    def read_call(self, *references: str) -> str:
-        """A chunk_read call as the model writes it, for hints."""
-        return self.presenter.read_call(*references)
 
     # ------------------------------------------------------------------ the tools
     def keyword_search(self, keywords: list[str], top_k: int = 5, where: str = "") -> str:
@@ -130,14 +142,7 @@ class Toolkit:
             top_k: Number of chunks to return (1-20).
             where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
         """
-        keywords, notes = self._check_keywords(keywords)
-        top_k, note = _clamp_top_k(top_k)
-        where_filter, scoped = self._filter(where)
-        hits = self.index.keyword_search(keywords, top_k, where_filter)
-        header = self._header or f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
-        pair = self.view.hints and distinct_pair(keywords, hits)
-        self.last_hits = [h.chunk_id for h in hits]
-        return scoped + self.presenter.hits(self._shown, header, hits, notes + note, pair, keywords)
+        return self._track(self._keyword_search(keywords, top_k, where)).text
 
     def semantic_search(self, query: str, top_k: int = 5, where: str = "") -> str:
         """Semantic (embedding) search: finds sentences similar in meaning to the query.
@@ -150,15 +155,7 @@ class Toolkit:
             top_k: Number of chunks to return (1-20).
             where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
         """
-        query = query[:MAX_QUERY_CHARS].strip()
-        if not query:
-            raise ToolArgumentError("query is empty; describe what you are looking for")
-        top_k, notes = _clamp_top_k(top_k)
-        where_filter, scoped = self._filter(where)
-        hits = self.index.semantic_search(query, top_k, exact=self.exact, where=where_filter)
-        header = self._header or f"semantic_search {json.dumps(query, ensure_ascii=False)}"
-        self.last_hits = [h.chunk_id for h in hits]
-        return scoped + self.presenter.hits(self._shown, header, hits, notes)
+        return self._track(self._semantic_search(query, top_k, where)).text
 
     def chunk_read(self, chunk_ids: list[str], where: str = "") -> str:
         """Read the full text of chunks by id (from search results).
@@ -170,6 +167,35 @@ class Toolkit:
             chunk_ids: Chunk ids to read, e.g. ["12", "13"] (at most 10).
             where: Optional filter on the documents' metadata: a chunk of another document is not read.
         """
+        return self._track(self._chunk_read(chunk_ids, where)).text
+
+    # ------------------------------------------------------------------ what each tool shows
+    def _keyword_search(self, keywords: list[str], top_k: int = 5, where: str = "") -> _Output:
+        keywords, notes = self._check_keywords(keywords)
+        top_k, note = _clamp_top_k(top_k)
+        where_filter, scoped = self._filter(where)
+        hits = self.index.keyword_search(keywords, top_k, where_filter)
+        header = f"keyword_search {json.dumps(keywords, ensure_ascii=False)}"
+        return self._search_output(header, hits, scoped, notes + note, keywords)
+
+    def _semantic_search(self, query: str, top_k: int = 5, where: str = "") -> _Output:
+        query = query[:MAX_QUERY_CHARS].strip()
+        if not query:
+            raise ToolArgumentError("query is empty; describe what you are looking for")
+        top_k, notes = _clamp_top_k(top_k)
+        where_filter, scoped = self._filter(where)
+        hits = self.index.semantic_search(query, top_k, exact=self.exact, where=where_filter)
+        header = f"semantic_search {json.dumps(query, ensure_ascii=False)}"
+        return self._search_output(header, hits, scoped, notes)
+
+    def _search_output(
+        self, header: str, hits: list[SearchHit], scoped: str, notes: str, keywords: Sequence[str] = ()
+    ) -> _Output:
+        self.last_hits = [h.chunk_id for h in hits]
+        shown = self.presenter.search(header, hits, notes, self.tracker.read_ids, keywords)
+        return _Output(scoped + shown.text, shown.ids, shown.read, list(self.last_hits), [], shown.pair, header)
+
+    def _chunk_read(self, chunk_ids: list[str], where: str = "") -> _Output:
         notes = ""
         if len(chunk_ids) > MAX_READ:
             notes = f"(only the first {MAX_READ} of {len(chunk_ids)} ids were read)\n"
@@ -182,7 +208,7 @@ class Toolkit:
         found, _missing = self.index.read(ids)  # unknown ids are reported inline, in the order asked
         allowed = self.index.scope(where_filter)
         by_id = {r.chunk_id: r for r in found}
-        parts = []
+        parts, read, neighbour_ids = [], [], []
         for chunk_id in dict.fromkeys(ids):
             record = by_id.get(chunk_id)
             if record is None:
@@ -191,22 +217,24 @@ class Toolkit:
             if allowed is not None and record.doc_id not in allowed.doc_ids:
                 parts.append(f"[chunk {chunk_id}] is outside the filter ({where_filter}); not read.")
                 continue
-            neighbours = f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
-            if self.view.hints and not (record.prev_id or record.next_id):
-                neighbours = ""  # "prev: -, next: -" on every one-chunk passage cost a small model ~10 tokens
-            self._neighbours += [n for n in (record.prev_id, record.next_id) if n]
+            neighbours = self.presenter.neighbours(record)
+            neighbour_ids += [n for n in (record.prev_id, record.next_id) if n]
             if chunk_id in self.tracker.read_ids:
                 about = f" ({neighbours})" if neighbours else ""
                 parts.append(f"[chunk {chunk_id}] already read earlier in this session; not repeated{about}.")
                 continue
-            self.tracker.read_ids.add(chunk_id)
-            self.tracker.seen_ids.add(chunk_id)
-            self._shown.ids.append(chunk_id)
+            read.append(chunk_id)
             focus, text = self.presenter.read_view(record)
             source = f"source: {locate(self.index, record).label}" if self.view.sources else ""
             about = "; ".join(part for part in (neighbours, focus, source) if part)
             parts.append(f"[chunk {chunk_id}]{f' ({about})' if about else ''}\n{text}")
-        return notes + "\n\n".join(parts)
+        return _Output(notes + "\n\n".join(parts), read, read, neighbours=list(dict.fromkeys(neighbour_ids)))
+
+    def _track(self, output: _Output) -> _Output:
+        """The context tracker records what a result showed, and what it showed in full: a read."""
+        self.tracker.seen_ids.update(output.shown)
+        self.tracker.read_ids.update(output.read)
+        return output
 
     # ------------------------------------------------------------------ helpers
     def _filter(self, where: str) -> tuple[Filter | None, str]:
@@ -241,11 +269,6 @@ class Toolkit:
         if self.canonical(name) == "chunk_read" and isinstance(arguments.get("chunk_ids"), list):
             arguments = {"chunk_ids": [self._resolve_id(str(c)) for c in arguments["chunk_ids"]]}
         return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
-
-    def keyword_chunk_share(self, keyword: str, share: float) -> bool:
-        """Whether ``keyword`` is in more than ``share`` of the chunks (and in more than MIN_COMMON_CHUNKS)."""
-        limit = max(MIN_COMMON_CHUNKS, math.ceil(share * self.index.store.n_chunks))
-        return self.index.keyword_chunk_count(keyword, limit + 1) > limit
 
     def _check_keywords(self, keywords: list[str]) -> tuple[list[str], str]:
         notes = ""
@@ -297,16 +320,25 @@ class Toolkit:
                     function["description"] = function["description"].replace(canonical, exposed)
         return schemas
 
-    def call(self, name: str, arguments: dict[str, Any] | str | None, header: str | None = None) -> ToolResult:
-        """Run a tool by name. Never raises for anything the model could get wrong. ``header`` replaces the first
-        words of a search's result (a policy that changed the call says so there)."""
+    def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
+        """Run a tool by name. Never raises for anything the model could get wrong."""
         with self.index.consistent():  # one call reads one state of the index, whatever is committed meanwhile
-            return self._call(name, arguments, header)
+            return self._call(name, arguments)
 
-    def _call(self, name: str, arguments: dict[str, Any] | str | None, header: str | None) -> ToolResult:
+    def retitle(self, result: ToolResult, header: str) -> ToolResult:
+        """A search's result whose first words say ``header`` instead (the call was changed before it ran, and
+        the result says how), its tokens counted as shown."""
+        if not result.header:
+            return result
+        observation = result.observation.replace(result.header, header, 1)
+        tokens = count_tokens(observation, self.encoding)
+        self.tracker.record(tokens - result.retrieved_tokens, calls=0)
+        return replace(result, observation=observation, retrieved_tokens=tokens, header=header)
+
+    def _call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
         started = time.perf_counter()
         args: dict[str, Any] = {}
-        self._shown, self._neighbours, self._header = Shown(), [], header
+        output = _Output("")
         try:
             canonical = self.canonical(name)
             if canonical not in self.enabled:
@@ -319,25 +351,24 @@ class Toolkit:
             validated = validate_arguments(function, args)
             # an unused filter is left out of the record: a call without one reads as it always did
             args = {k: v for k, v in validated_arguments_for_record(validated).items() if k != "where" or v}
-            observation, ok = function(**validated), True
+            output, ok = self._track(getattr(self, f"_{canonical}")(**validated)), True
         except ToolArgumentError as exc:
-            observation, ok = f"Error: {exc}", False
-        finally:
-            self._header = None
-        tokens = count_tokens(observation, self.encoding)
+            output, ok = _Output(f"Error: {exc}"), False
+        tokens = count_tokens(output.text, self.encoding)
         self.tracker.record(tokens)
-        searched = ok and self.canonical(name) != "chunk_read"
         return ToolResult(
             name,
             args,
-            observation,
+            output.text,
             tokens,
             time.perf_counter() - started,
             ok,
-            chunk_ids=list(self._shown.ids),
-            hits=list(self.last_hits) if searched else [],
-            neighbours=list(dict.fromkeys(self._neighbours)),
-            pair=self._shown.pair,
+            chunk_ids=list(output.shown),
+            hits=list(output.hits),
+            neighbours=list(output.neighbours),
+            pair=output.pair,
+            read=list(output.read),
+            header=output.header,
         )
 
 

@@ -16,7 +16,7 @@ class ContextTracker:
     calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record(self, tokens: int) -> None:
+    def record(self, tokens: int, calls: int = 1) -> None:
         with self._lock:
             self.retrieved_tokens += tokens
-            self.calls += 1
+            self.calls += calls

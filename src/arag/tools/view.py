@@ -1,50 +1,35 @@
-"""How the tools' results look to the model: a :class:`ResultView` (the settings a profile gives) and the
-:class:`ResultPresenter` that writes searches' hits and reads by it."""
+"""How the tools' results look to the model, as the paper shows them: a :class:`ResultView` (its settings) and the
+:class:`ResultPresenter` that writes a search's hits and a read's text by it. A presenter only writes text: what a
+result showed and read is returned as data (:class:`Shown`), and the toolkit records it in its tracker."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from arag.corpus.chunking import count_tokens
-from arag.errors import ARagError
 from arag.index import Index, SearchHit
 from arag.store import ChunkRecord
-from arag.tools.tracker import ContextTracker
 
 
 @dataclass(frozen=True)
 class ResultView:
     """How the tools' results look to the model. The defaults are the paper's: scores, five 400-character
-    snippets per hit, full-text reads. A profile (arag/agent/profiles) gives the small-model view."""
+    snippets per hit, full-text reads. (A profile of the harness gives a view of its own: arag.harness.view.)"""
 
-    # small-model presentation: no scores, a search ends with how to read its hits (both hits of a comparison
-    # at once), a hit already read shows no snippets, a read of a one-chunk document shows no neighbour line
-    hints: bool = False
     snippets_per_hit: int = 5
     snippet_chars: int = 400
     search_hits: int | None = None  # the top_k of a search that names none (None: the tool's default)
-    # False: the schemas leave top_k out (search_hits applies); each search a small model writes is ~7 tokens
-    # shorter, and it never asked for anything but the example's 5
+    # False: the schemas leave top_k out (search_hits applies)
     expose_top_k: bool = True
     # False: the schemas leave the metadata filter ("where") out (the user's own scope still applies)
     expose_where: bool = True
-    # a read of a chunk longer than this shows its lead sentence and the sentences closest to the question,
-    # within this many tokens: a small model finds the fact in 250 tokens, not in 1000 (0: full text)
-    focus_tokens: int = 0
-    # a search's top hit is shown in full (and counts as read) when it has at most this many tokens
-    inline_tokens: int = 0
-    # a keyword search's hit whose document title is one of its keywords is shown as a read shows it (and counts
-    # as read), at most title_read_limit such hits per search
-    title_reads: bool = False
-    title_read_limit: int = 2
-    flat_calls: bool = False  # hints write a read as the flat JSON action {"chunk_read": [...]}
     # a read names where each chunk comes from ("source: guide.pdf, pages 3–4"): for clients that cite (MCP, the
     # HTTP tools); the agent's profiles leave it out (its answers cite chunk ids, resolved afterwards)
     sources: bool = False
+
+    def presenter(self, index: Index, encoding: str, read_name: str, full_text: bool) -> ResultPresenter:
+        """The presenter that writes results by this view (``read_name``: chunk_read as the model knows it)."""
+        return ResultPresenter(self, index, encoding, read_name, full_text)
 
 
 # what clients outside the agent get (MCP, the HTTP tools): the paper's view, and each read names its source, so
@@ -54,198 +39,64 @@ CLIENT_VIEW = ResultView(sources=True)
 
 @dataclass
 class Shown:
-    """What one tool call showed: every chunk whose content it shows, and whether a search's hits 1 and 2 are a
-    pair (one for each of two keywords)."""
+    """What one search result shows: its text, every chunk whose content it shows, those it shows in full (as a
+    read would: they count as read), and whether its hits 1 and 2 are a pair (one for each of two keywords)."""
 
+    text: str
     ids: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
     pair: bool = False
 
 
 class ResultPresenter:
-    """Writes results by a :class:`ResultView` for one session: what it was shown and read is the tracker's; a
-    focused read is focused on ``focus_query`` (the question)."""
+    """Writes results by a :class:`ResultView`; ``focus_query`` is the question the tools are used for (a view of
+    its own may focus reads on it; the paper's shows every read in full)."""
 
-    def __init__(
-        self, view: ResultView, index: Index, tracker: ContextTracker, encoding: str, read_name: str, full_text: bool
-    ) -> None:
-        self.view, self.index, self.tracker, self.encoding = view, index, tracker, encoding
-        self.read_name = read_name  # chunk_read as the model knows it, for hints
+    def __init__(self, view: ResultView, index: Index, encoding: str, read_name: str, full_text: bool) -> None:
+        self.view, self.index, self.encoding = view, index, encoding
+        self.read_name = read_name
         # without chunk_read the agent could never see more than snippets, so searches show full text
         self.full_text = full_text
         self.focus_query = ""
-        self._focus_vector: tuple[str, Any] | None = None
-        self._sentence_scores: dict[str, tuple[list[str], Any]] = {}
+
+    def search(
+        self, header: str, hits: list[SearchHit], notes: str, read_ids: set[str], keywords: Sequence[str] = ()
+    ) -> Shown:
+        """A search's result: its hits with their scores and snippets (``read_ids``: the chunks read before)."""
+        if not hits:
+            return Shown(no_hits(notes, header))
+        records = self.index.store.chunks([h.row for h in hits]) if self.full_text else {}
+        lines = [f"{notes}{header}: {len(hits)} chunks"]
+        for rank, hit in enumerate(hits, start=1):
+            lines += self.hit_lines(rank, hit, records.get(hit.row), hit.chunk_id in read_ids)
+        return Shown("\n".join(lines), [h.chunk_id for h in hits])
+
+    def hit_lines(self, rank: int, hit: SearchHit, record: ChunkRecord | None, read: bool) -> list[str]:
+        """One hit: its rank, id and score, then its full text (``record``) or its snippets."""
+        mark = " [already read]" if read else ""
+        lines = [f"[{rank}] chunk {hit.chunk_id} (score {hit.score:.4g}){mark}"]
+        if record is not None:
+            return [*lines, record.text.strip()]
+        return lines + self.snippet_lines(hit)
+
+    def snippet_lines(self, hit: SearchHit) -> list[str]:
+        view = self.view
+        lines = [f"  - {shorten(snippet, view.snippet_chars)}" for snippet in hit.snippets[: view.snippets_per_hit]]
+        if len(hit.snippets) > view.snippets_per_hit:
+            lines.append(f"  (+{len(hit.snippets) - view.snippets_per_hit} more matching sentences)")
+        return lines
 
     def read_view(self, record: ChunkRecord) -> tuple[str, str]:
-        """(focus note, text) of what a read shows of a chunk: its full text (no note), or, with
-        ``focus_tokens``, a focused view of a longer one and the note that says so."""
-        if self.view.focus_tokens and self.focus_query and record.n_tokens > self.view.focus_tokens:
-            try:
-                shown, total, text = self._focused(record)
-            except ARagError:  # an embedding endpoint that fails costs the focus, not the read
-                shown = total = 0
-            if shown < total:
-                return f"{shown} of {total} sentences: the first and those closest to the question", text
+        """(note, text) of what a read shows of a chunk: the paper's, its full text and no note."""
         return "", record.text.strip()
 
-    def _inline_view(self, record: ChunkRecord | None) -> tuple[str, str] | None:
-        """(focus note, text) of a read of a search's top hit when it shows at most ``inline_tokens`` tokens (a
-        long chunk's focused view counts by what it shows), else None."""
-        if record is None:
-            return None
-        focus, text = self.read_view(record)
-        return None if count_tokens(text, self.encoding) > self.view.inline_tokens else (focus, text)
-
-    def _focused(self, record: ChunkRecord) -> tuple[int, int, str]:
-        """(sentences shown, sentences in all, text) of a focused read: the lead sentence, then the others by
-        cosine with the question while they fit in ``focus_tokens``, in document order, gaps marked "[…]"."""
-        sentences = self.index.sentences(record)
-        if len(sentences) < 2:
-            return len(sentences), len(sentences), record.text.strip()
-        scores = self.question_scores(record)[1]
-        chosen, used = [0], count_tokens(sentences[0], self.encoding)
-        for i in sorted(range(1, len(sentences)), key=lambda i: (-float(scores[i]), i)):
-            cost = count_tokens(sentences[i], self.encoding)
-            if used + cost <= self.view.focus_tokens:
-                chosen.append(i)
-                used += cost
-        chosen.sort()
-        pieces, previous = [], -1
-        for i in chosen:
-            if i != previous + 1:
-                pieces.append("[…]")
-            pieces.append(" ".join(sentences[i].split()))
-            previous = i
-        if previous != len(sentences) - 1:
-            pieces.append("[…]")
-        return len(chosen), len(sentences), " ".join(pieces)
-
-    def question_scores(self, record: ChunkRecord) -> tuple[list[str], Any]:
-        """A chunk's sentences and their cosines with ``focus_query`` (the question), computed once per chunk and
-        question (focused reads and the agent's policies ask for the same chunks)."""
-        if self._focus_vector is None or self._focus_vector[0] != self.focus_query:
-            self._focus_vector = (self.focus_query, self.index.embedder.embed_query(self.focus_query))
-            self._sentence_scores.clear()
-        cached = self._sentence_scores.get(record.chunk_id)
-        if cached is None:
-            sentences = self.index.sentences(record)
-            scores = self.index.embedder.embed_documents(sentences) @ self._focus_vector[1] if sentences else []
-            cached = self._sentence_scores[record.chunk_id] = (sentences, scores)
-        return cached
-
-    def hits(
-        self,
-        shown: Shown,
-        header: str,
-        hits: list[SearchHit],
-        notes: str,
-        pair: bool = False,
-        keywords: Sequence[str] = (),
-    ) -> str:
-        """A search's result: its hits (snippets, or text where the view shows them read), and a hint how to go on."""
-        view = self.view
-        if not hits:
-            return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
-        lines = [f"{notes}{header}: {len(hits)} chunks"]
-        by_title = view.title_reads and view.hints and not self.full_text and bool(keywords)
-        inline = view.inline_tokens and not self.full_text and hits[0].chunk_id not in self.tracker.read_ids
-        wanted = [h.row for h in hits] if self.full_text or by_title else [hits[0].row] if inline else []
-        records = self.index.store.chunks(wanted) if wanted else {}
-        views: dict[int, tuple[str, str]] = {}  # rank → (focus note, text) of the hits shown as read
-        for rank in self._title_ranks(keywords, hits, records) if by_title else []:
-            record = records.get(hits[rank - 1].row)
-            if record is not None:
-                views[rank] = self.read_view(record)
-        top_view = self._inline_view(records.get(hits[0].row)) if inline and 1 not in views else None
-        if top_view is not None:
-            views[1] = top_view
-        for rank, hit in enumerate(hits, start=1):
-            self.tracker.seen_ids.add(hit.chunk_id)
-            shown.ids.append(hit.chunk_id)
-            mark = " [already read]" if hit.chunk_id in self.tracker.read_ids else ""
-            # a small model reads ranks and ids; the score only cost it prompt tokens
-            score = "" if view.hints else f" (score {hit.score:.4g})"
-            if rank in views:
-                self.tracker.read_ids.add(hit.chunk_id)
-                focus, text = views[rank]
-                lines.append(f"[{rank}] chunk {hit.chunk_id}{score}, {f'read ({focus})' if focus else 'full text'}:")
-                lines.append(text)
-                continue
-            record = records.get(hit.row) if self.full_text else None
-            lines.append(f"[{rank}] chunk {hit.chunk_id}{score}{mark}")
-            if record is not None:
-                lines.append(record.text.strip())
-                continue
-            if mark and view.hints:
-                continue  # its full text is in the context already: its snippets only cost prompt tokens
-            for snippet in hit.snippets[: view.snippets_per_hit]:
-                lines.append(f"  - {shorten(snippet, view.snippet_chars)}")
-            if len(hit.snippets) > view.snippets_per_hit:
-                lines.append(f"  (+{len(hit.snippets) - view.snippets_per_hit} more matching sentences)")
-        if view.hints and not self.full_text:
-            unread = [i for i, h in enumerate(hits, start=1) if h.chunk_id not in self.tracker.read_ids]
-            if views:
-                # pointing at the next hit here made small models read every hit in turn: point at the next hop
-                shown.pair = pair and sorted(views) == [1, 2]
-                ranks = sorted(views)
-                if len(ranks) == 1:
-                    in_full = ranks == [1] and top_view is not None and not top_view[0]
-                    how = "shown in full" if in_full else "read above"
-                    lines.append(
-                        f"Hit {ranks[0]} is {how}. If it gives the fact you need, use it; if the question needs "
-                        "another fact (e.g. about a person or place it names), search for that next."
-                    )
-                else:
-                    listed = f"{', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
-                    lines.append(
-                        f"Hits {listed} are read above. If they give the facts you need, use them; if the question "
-                        "needs another fact (e.g. about a person or place they name), search for that next."
-                    )
-            elif pair and unread[:2] == [1, 2]:
-                # a comparison's two items: reading them one per step spent the steps a bridge comparison's
-                # second hop needs (forced answers at max_steps were the largest failure class)
-                shown.pair = True
-                lines.append(
-                    "These are only snippets. Hits 1 and 2 match different keywords: read both at once, "
-                    f"{self.read_call('hit 1', 'hit 2')}."
-                )
-            elif unread:
-                read = self.read_call(f"hit {unread[0]}")
-                lines.append(f"These are only snippets. Read the most promising hit in full: {read}.")
-        return "\n".join(lines)
-
-    def _title_ranks(
-        self, keywords: Sequence[str], hits: list[SearchHit], records: dict[int, ChunkRecord]
-    ) -> list[int]:
-        """Ranks of the hits whose document title is a keyword (the best unread hit per keyword, at most
-        ``title_read_limit`` of them): the page about a name searched for. A title's trailing
-        "(…)" does not count ("Philip Ford (film director)" is the page of "Philip Ford")."""
-        wanted = {_title_key(k) for k in keywords} - {""}
-        limit = self.view.title_read_limit
-        ranks: list[int] = []
-        for rank, hit in enumerate(hits, start=1):
-            record = records.get(hit.row)
-            if record is None or hit.chunk_id in self.tracker.read_ids or len(ranks) >= limit:
-                continue
-            title = _title_key(record.doc_id)
-            if title in wanted:
-                wanted.discard(title)
-                ranks.append(rank)
-        return ranks
-
-    def read_call(self, *references: str) -> str:
-        """A chunk_read call as the model writes it, for hints."""
-        ids = json.dumps(list(references), ensure_ascii=False)
-        name = self.read_name
-        return f'{{"{name}": {ids}}}' if self.view.flat_calls else f'{name} {{"chunk_ids": {ids}}}'
+    def neighbours(self, record: ChunkRecord) -> str:
+        """The line of a read that names the chunk's neighbours."""
+        return f"prev: {record.prev_id or '-'}, next: {record.next_id or '-'}"
 
 
-def distinct_pair(keywords: list[str], hits: list[SearchHit]) -> bool:
-    """True when hits 1 and 2 each match a keyword the other does not (by their matching sentences)."""
-    if len(keywords) < 2 or len(hits) < 2:
-        return False
-    matched = [{k.lower() for k in keywords if k.lower() in " ".join(h.snippets).lower()} for h in hits[:2]]
-    return bool(matched[0] - matched[1]) and bool(matched[1] - matched[0])
+def no_hits(notes: str, header: str) -> str:
+    return f"{notes}{header}: no matching chunks. Try other keywords or a semantic_search."
 
 
 def shorten(text: str, limit: int = 400) -> str:
@@ -255,11 +106,3 @@ def shorten(text: str, limit: int = 400) -> str:
         return text
     cut = text.rfind(" ", 0, limit - 1)
     return text[: cut if cut > limit // 2 else limit - 1] + " …"
-
-
-def _title_key(text: str) -> str:
-    """A title or keyword as compared for title reads: lower case, one space, a trailing "(…)" left out."""
-    return " ".join(_DISAMBIGUATION.sub("", text).split()).strip(" \"'").lower()
-
-
-_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")

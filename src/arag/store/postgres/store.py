@@ -47,7 +47,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from arag.corpus.readers import never_stored
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
 from arag.store.base import (
     METADATA_SINCE,
@@ -62,6 +61,7 @@ from arag.store.base import (
     parse_manifest,
 )
 from arag.store.words import WORD, is_word, top_scores
+from arag.text import never_stored
 
 if TYPE_CHECKING:
     import psycopg

@@ -1,0 +1,98 @@
+"""What the policies read off a run, shared so that no policy imports another: the sentences read closest to the
+question, the latest search's hits left to read within its allowance, a keyword search's keywords, how common a
+keyword is."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from arag.errors import ARagError
+from arag.harness.contract import RunView
+from arag.harness.text import asks_a_question
+from arag.harness.view import CompactPresenter, QuestionScores
+from arag.index import Index
+from arag.store import ChunkRecord
+from arag.tools.arguments import safe_arguments
+from arag.tools.toolkit import ToolCall, Toolkit
+
+HARNESS_READS = 2  # the hits the loop reads for the model at once
+SENTENCE_CHARS = 300  # a sentence named to the model is cut to this
+# a keyword in fewer chunks than this is never "common": in a small collection every word is in a few texts
+MIN_COMMON_CHUNKS = 50
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A sentence of a chunk the model was shown, and its cosine with the question."""
+
+    score: float
+    sentence: str
+    chunk_id: str
+
+
+def question_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], Any]:
+    """A chunk's sentences and their cosines with the question (cached by the compact view, which scores them for
+    its focused reads too)."""
+    presenter = run.toolkit.presenter
+    if isinstance(presenter, CompactPresenter):
+        return presenter.question_scores(record)
+    return QuestionScores(run.toolkit.index)(run.question, record)
+
+
+def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1) -> list[Evidence]:
+    """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given).
+    Sentences that are questions themselves — a guide's headings, "What is bone cancer?", close to any question
+    about it — come only when nothing else is left: they were offered, and returned as answers, in their place."""
+    records, _ = run.toolkit.index.read(list(dict.fromkeys(chunk_ids)))
+    found: list[Evidence] = []
+    for record in records:
+        try:
+            sentences, scores = question_scores(run, record)
+        except ARagError:  # an embedding endpoint that fails costs the evidence, not the run
+            return []
+        found += [Evidence(float(score), text, record.chunk_id) for text, score in zip(sentences, scores, strict=True)]
+    found.sort(key=lambda e: -e.score)
+    statements = [e for e in found if not asks_a_question(e.sentence)]
+    return (statements or found)[:k]
+
+
+def reads_left(run: RunView) -> int | None:
+    """How many more of the latest search's hits may be read (None: no allowance, or no search yet)."""
+    last = run.last_search
+    if run.limits.reads_per_search is None or last is None:
+        return None
+    done = sum(c in run.read_ids and c not in last.read_before for c in last.hits)
+    return max(0, run.limits.reads_per_search - done)
+
+
+def unread_hits(run: RunView) -> list[str]:
+    """The latest search's hits not read yet, while its read allowance lasts."""
+    last = run.last_search
+    if last is None or "chunk_read" not in run.toolkit.enabled or reads_left(run) == 0:
+        return []
+    return [c for c in last.hits if c not in run.read_ids]
+
+
+def read_text(run: RunView) -> str:
+    """The text of every chunk read so far, lower-cased, whitespace folded."""
+    records, _ = run.toolkit.index.read(sorted(run.read_ids))
+    return " ".join(" ".join(r.text.lower().split()) for r in records)
+
+
+def keywords_of(toolkit: Toolkit, call: ToolCall) -> list[str] | None:
+    """A keyword_search call's keywords as the tool takes them (stripped; one string is one keyword), else None."""
+    if toolkit.canonical(call.name) != "keyword_search":
+        return None
+    keywords = safe_arguments(call.arguments).get("keywords")
+    keywords = [keywords] if isinstance(keywords, str) else keywords
+    if not isinstance(keywords, list):
+        return None
+    return [k.strip() for k in keywords if isinstance(k, str) and k.strip()]
+
+
+def common_keyword(index: Index, keyword: str, share: float) -> bool:
+    """Whether ``keyword`` is in more than ``share`` of the chunks (and in more than MIN_COMMON_CHUNKS)."""
+    limit = max(MIN_COMMON_CHUNKS, math.ceil(share * index.store.n_chunks))
+    return index.keyword_chunk_count(keyword, limit + 1) > limit

@@ -1,0 +1,122 @@
+"""Text rules the policies share: the shape of a question (either-or, yes/no), whether a sentence asks something,
+whether an answer says nothing or only restates the question, and how an over-long answer is cut. One module, so
+that no policy imports another."""
+
+from __future__ import annotations
+
+import re
+
+from arag.citations import CITED, without_citations
+from arag.text import normalize_answer
+from arag.verification import key_terms
+
+# Naive RAG's instruction (arag.eval.methods), and the reread's (phrase_answer): an answer read off a text
+SHORT_PHRASE = "Answer the question with a short phrase (a name, date, number or yes/no), no explanation."
+
+# "Which film came out first, Blue Lake or Red Sky?": the options follow the question's last comma
+_CHOICE = re.compile(r",\s*([^,?]{1,150}?)\s+or\s+([^,?]{1,150}?)\s*\?\s*$", re.I)
+# a question opened by an auxiliary verb expects yes or no ("Are both films American?", "Did she win?")
+_YES_NO = re.compile(
+    r"^(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|should|shall|may|might|must)\s", re.I
+)
+# a sentence whose last clause asks something: "About bone cancer 5 What is bone cancer?", "Is it cancer?" — but not
+# a statement that happens to end in "?" ("… is a song by DJ Clue?")
+_ASKS = re.compile(
+    r"(?:\b(?:what|how|which|who|whom|whose|when|where|why)\b[^.!?]*\?\s*$)"
+    r"|(?:^(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have)\b[^.!?]*\?\s*$)",
+    re.I,
+)
+
+# what a small model wrote where an answer belonged (the note's placeholder, refusals, the format's own words)
+PLACEHOLDERS = frozenset(
+    normalize_answer(text)
+    for text in (
+        "nothing yet",
+        "nothing",
+        "unknown",
+        "not known",
+        "not found",
+        "none",
+        "no answer",
+        "n/a",
+        "not mentioned",
+        "not specified",
+        "not stated",
+        "not provided",
+        "not available",
+        "no information",
+        "no data",
+        "i don't know",
+        "i do not know",
+        "cannot determine",
+        "cannot be determined",
+        "not enough information",
+        "insufficient information",
+        "yes/no",
+        "yes or no",
+        "answer",
+        "final answer",
+        "...",
+    )
+)
+_REFUSAL = re.compile(
+    r"^(?:i (?:do not|don't|cannot|can't)|there is no|the (?:text|documents?|chunks?) (?:does|do) not)\b", re.I
+)
+
+CAP_MARGIN = 8  # the grammar counts the JSON string, the answer is stripped: a cut one can be a few chars short
+# not arag.corpus.chunking.split_sentences: its rule that a one-letter word before a period is an initial would not end
+# "She was the wife of Lothair I." there, and regnal numbers are common in answers (2Wiki's royalty questions)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\]")
+
+
+def choice_options(question: str) -> list[str]:
+    """The two options of an either-or question ("…, A or B?"), else none."""
+    match = _CHOICE.search(question.removeprefix("Question:").strip())
+    if match is None:
+        return []
+    first, second = (" ".join(g.split()) for g in match.groups())
+    if first.lower() == second.lower() or " or " in f" {first.lower()} {second.lower()} ":
+        return []
+    return [first, second]
+
+
+def yes_no_question(question: str) -> bool:
+    """True for a yes/no question. One that offers alternatives ("Did A or B win?") is not: its answer is one of
+    them."""
+    text = question.removeprefix("Question:").strip()
+    return bool(_YES_NO.match(text)) and " or " not in f" {text.lower()} "
+
+
+def asks_a_question(sentence: str) -> bool:
+    """Whether a sentence is a question (a guide's heading "What is bone cancer?"): never evidence for an answer."""
+    return bool(_ASKS.search(sentence.strip()))
+
+
+def restates_question(answer: str, question: str) -> bool:
+    """Whether every word of an answer that carries content (its citations aside) is a word of the question:
+    "Metastatic breast cancer (MBC)" for "What is the definition of metastatic breast cancer (MBC)?" names nothing
+    the question did not. An empty answer is not judged here."""
+    words = key_terms(without_citations(answer))
+    asked = set(key_terms(question))
+    return bool(words) and all(word in asked for word in words)
+
+
+def says_nothing(answer: str, yes_no: bool = True) -> bool:
+    """Whether an answer, its citations aside, is empty, a placeholder or a refusal; a bare yes or no too, unless
+    the question is a yes/no question."""
+    text = CITED.sub("", answer).strip()
+    normalized = normalize_answer(text)
+    bare = not yes_no and normalized in ("yes", "no")
+    return not normalized or normalized in PLACEHOLDERS or bare or bool(_REFUSAL.match(text))
+
+
+def whole_sentences(answer: str, cap: int) -> str:
+    """An answer that reached ``cap`` (within CAP_MARGIN): its whole sentences (or citations), else its whole
+    words and an ellipsis."""
+    if len(answer) < cap - CAP_MARGIN:
+        return answer
+    ends = [match.end() for match in _SENTENCE_END.finditer(answer)]
+    if ends and ends[-1] >= cap // 3:
+        return answer[: ends[-1]].strip()
+    words = answer.rsplit(" ", 1)[0] if " " in answer.strip() else answer
+    return words.rstrip(" ,;:") + " …"
