@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 ruff check src tests benchmarks
 ruff format --check src tests benchmarks
 mypy
+lint-imports --no-cache
 python -m pytest -q "$@"

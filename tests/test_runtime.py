@@ -99,11 +99,11 @@ def test_lookup_tokens_setting_is_bounded() -> None:
 
 def test_openmp_spin_count_is_set_unless_the_user_chose_a_wait_policy() -> None:
     unset: dict[str, str] = {}
-    local_llm.set_openmp_waiting(unset)
+    llama_build.set_openmp_waiting(unset)
     assert unset == {"GOMP_SPINCOUNT": local_llm.GOMP_SPIN_COUNT}
     for chosen in ({"OMP_WAIT_POLICY": "PASSIVE"}, {"GOMP_SPINCOUNT": "0"}):
         environ = dict(chosen)
-        local_llm.set_openmp_waiting(environ)
+        llama_build.set_openmp_waiting(environ)
         assert environ == chosen
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.errors import ConfigError
-from arag.eval.runs import CONFIG, RESULTS, read_results
+from arag.eval.runs import CONFIG, METHOD_LABELS, RESULTS, read_results
 
 TAGS = (
     "correct",
@@ -145,7 +145,6 @@ def verification_breakdown(records: list[dict[str, Any]], tags: list[dict[str, A
 
 def breakdown_markdown(analyses: list[dict[str, Any]]) -> str:
     """One row per run: how many of its wrong answers fall under each failure tag."""
-    from arag.eval.report import METHOD_LABELS
 
     head = "| Method | Dataset | Questions | Wrong | " + " | ".join(FAILURE_TAGS) + " | Judge disagreements |"
     lines = ["## Failure analysis (wrong answers by cause)", "", head, "|---" * (len(FAILURE_TAGS) + 5) + "|"]

@@ -8,17 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.eval.metrics import KeyTerms
-from arag.eval.runs import load_runs
-
-METHOD_LABELS = {
-    "direct": "Direct answer",
-    "naive-rag": "Naive RAG",
-    "arag-naive": "A-RAG (Naive)",
-    "arag-full": "A-RAG (Full)",
-    "arag-no-keyword": "A-RAG w/o keyword_search",
-    "arag-no-semantic": "A-RAG w/o semantic_search",
-    "arag-no-read": "A-RAG w/o chunk_read",
-}
+from arag.eval.runs import METHOD_LABELS, load_runs
 
 
 def _pct(value: Any) -> str:

@@ -16,6 +16,17 @@ from arag.eval.metrics import KeyTerms
 RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
 
 
+METHOD_LABELS = {
+    "direct": "Direct answer",
+    "naive-rag": "Naive RAG",
+    "arag-naive": "A-RAG (Naive)",
+    "arag-full": "A-RAG (Full)",
+    "arag-no-keyword": "A-RAG w/o keyword_search",
+    "arag-no-semantic": "A-RAG w/o semantic_search",
+    "arag-no-read": "A-RAG w/o chunk_read",
+}
+
+
 def read_results(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
     """The finished records of a ``results.jsonl``, by question id. With ``repair`` (the runner, before it
     appends), a torn last line (killed mid-write) is cut off so the file stays valid JSON Lines; readers (reports,

@@ -21,9 +21,9 @@ import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
-
-from arag.models.local import import_llama_cpp
+from types import ModuleType
 
 # /proc/cpuinfo flag -> ggml's CMake option, for the extensions ggml has kernels for
 AVX512_OPTIONS = {
@@ -67,6 +67,31 @@ def cmake_options(flags: set[str]) -> list[str] | None:
     options = [f"-D{option}=ON" for option in BASELINE_OPTIONS.values()]
     options += [f"-D{option}=ON" for flag, option in AVX512_OPTIONS.items() if flag in flags]
     return FIXED_OPTIONS + options
+
+
+# llama.cpp's CPU threads meet at an OpenMP barrier after every operation, and libgomp reads how long a waiting
+# thread spins before it sleeps once, when it is loaded (the first import of xllamacpp). Sleeping at once
+# (OMP_WAIT_POLICY=PASSIVE) cost a third of generation speed on a quiet machine; libgomp's default (300,000 spins)
+# cut generation to a tenth while another process held one of the 2 cores; spinning forever (ACTIVE) keeps a core
+# busy while the server idles. 3,000 spins measured as fast as the default alone and close to PASSIVE beside other
+# work (docs/benchmarks.md).
+GOMP_SPIN_COUNT = "3000"
+
+
+def set_openmp_waiting(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Set llama.cpp's OpenMP spin count before xllamacpp is imported, unless the user chose a wait policy."""
+    if "GOMP_SPINCOUNT" not in environ and "OMP_WAIT_POLICY" not in environ:
+        environ["GOMP_SPINCOUNT"] = GOMP_SPIN_COUNT
+
+
+def import_llama_cpp() -> ModuleType | None:
+    """xllamacpp, imported with the OpenMP spin count set first; None without the 'local' extra."""
+    set_openmp_waiting()
+    try:
+        import xllamacpp
+    except ImportError:
+        return None
+    return xllamacpp
 
 
 def build_info() -> str | None:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from arag.errors import ConfigError
 from arag.files import cache_dir, sha256_file
+from arag.models.llama_build import build_info, built_for_avx512, import_llama_cpp
 
 if TYPE_CHECKING:
     from arag.settings import LLMSettings
@@ -142,36 +141,10 @@ def lookup_tokens(llm: LLMSettings) -> int:
     """The prompt-lookup draft length the embedded server runs with: the setting, or when it is unset, by build."""
     if llm.lookup_tokens is not None:
         return llm.lookup_tokens
-    from arag.models.llama_build import build_info, built_for_avx512  # it imports this module
-
     return LOOKUP_TOKENS_NATIVE if built_for_avx512(build_info()) else 0
 
 
 FLASH_ATTENTION = {"auto": -1, "off": 0, "on": 1}  # llama.cpp's llama_flash_attn_type
-
-# llama.cpp's CPU threads meet at an OpenMP barrier after every operation, and libgomp reads how long a waiting
-# thread spins before it sleeps once, when it is loaded (the first import of xllamacpp). Sleeping at once
-# (OMP_WAIT_POLICY=PASSIVE) cost a third of generation speed on a quiet machine; libgomp's default (300,000 spins)
-# cut generation to a tenth while another process held one of the 2 cores; spinning forever (ACTIVE) keeps a core
-# busy while the server idles. 3,000 spins measured as fast as the default alone and close to PASSIVE beside other
-# work (docs/benchmarks.md).
-GOMP_SPIN_COUNT = "3000"
-
-
-def set_openmp_waiting(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Set llama.cpp's OpenMP spin count before xllamacpp is imported, unless the user chose a wait policy."""
-    if "GOMP_SPINCOUNT" not in environ and "OMP_WAIT_POLICY" not in environ:
-        environ["GOMP_SPINCOUNT"] = GOMP_SPIN_COUNT
-
-
-def import_llama_cpp() -> ModuleType | None:
-    """xllamacpp, imported with the OpenMP spin count set first; None without the 'local' extra."""
-    set_openmp_waiting()
-    try:
-        import xllamacpp
-    except ImportError:
-        return None
-    return xllamacpp
 
 
 class LocalServer:
