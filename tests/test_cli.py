@@ -176,3 +176,12 @@ def test_a_read_in_place_of_a_repeated_call_is_labelled(capsys: pytest.CaptureFi
     refused = Step("keyword_search", {"keywords": ["a"]}, f"{REPEATED} Use it, try something different.", 0, 0.0)
     _show_step(refused)
     assert capsys.readouterr().err.splitlines()[0] == '→ keyword_search {"keywords": ["a"]}'  # the model's own call
+
+
+def test_policies_are_listed_with_their_settings() -> None:
+    listed = arag("policies")
+    assert listed.returncode == 0, listed.stderr
+    assert "agent.policy.short_answer.max_chars = 200: Longest answer" in listed.stdout
+    rows = {row["name"]: row for row in json.loads(arag("policies", "--json").stdout)}
+    assert rows["read_allowance"]["settings"]["reads_per_search"]["default"] == 2
+    assert rows["same_name"]["profiles"] == [] and rows["same_name"]["settings"] == {}

@@ -29,6 +29,7 @@ from typing import Any
 
 from arag.agent import Agent, AgentResult, Conversation, Step, check_question
 from arag.filters import parse_filter
+from arag.harness.profiles import policy_configs
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import Settings, load_settings
@@ -47,6 +48,7 @@ def make_agent(
     from arag.models.choice import chat_model
 
     settings = settings or load_settings()
+    policy_configs(settings.agent)  # a policy's settings are checked before a model is loaded, not after
     if model is None:
         model = chat_model(settings, local_model=local_model, threads=settings.index.threads)[0]
     return Agent(index, model, settings.agent)

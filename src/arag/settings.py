@@ -212,7 +212,8 @@ class AgentSettings(BaseModel):
     policy: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Each policy's own settings, by its name: agent.policy.NAME.KNOB (each policy's settings "
-        "class, in its module of arag/harness/policies, names and checks them; arag config shows the defaults).",
+        "class, in its module of arag/harness/policies, names and checks them; arag policies lists them with their "
+        "defaults).",
     )
     view: ViewSettings = Field(default_factory=ViewSettings, description="Overrides of the profile's result view.")
     tools: list[ToolName] = Field(

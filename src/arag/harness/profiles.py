@@ -155,7 +155,9 @@ def policy_configs(settings: AgentSettings) -> dict[str, BaseModel]:
         try:
             configs[name] = cls.Settings.model_validate(settings.policy.get(name, {}))
         except ValidationError as exc:
-            raise ConfigError(f"agent.policy.{name}.{_first_error(exc)}") from None
+            first = exc.errors()[0]
+            where = ".".join(["agent.policy", name, *(str(part) for part in first["loc"])])
+            raise ConfigError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
     return configs
 
 
@@ -189,6 +191,8 @@ class PolicyInfo:
     name: str
     summary: str
     profiles: list[str]  # the packaged profiles that run it
+    # its knobs (agent.policy.NAME.KNOB): each one's default and description
+    settings: dict[str, dict[str, Any]]
 
 
 def describe_policies() -> list[PolicyInfo]:
@@ -196,7 +200,15 @@ def describe_policies() -> list[PolicyInfo]:
     bundles = {name: load_profile(name).policies for name in PROFILES}
     order = bundles["compact"] + sorted(set(POLICIES) - set(bundles["compact"]))
     return [
-        PolicyInfo(name, POLICIES[name].summary, [p for p, listed in bundles.items() if name in listed])
+        PolicyInfo(
+            name,
+            POLICIES[name].summary,
+            [p for p, listed in bundles.items() if name in listed],
+            {
+                knob: {"default": field.default, "description": field.description or ""}
+                for knob, field in POLICIES[name].Settings.model_fields.items()
+            },
+        )
         for name in order
         if name in POLICIES
     ]
@@ -205,6 +217,5 @@ def describe_policies() -> list[PolicyInfo]:
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
-        location = ".".join(str(p) for p in first["loc"])
-        return f"{location}: {first['msg']}" if location else first["msg"]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
     return str(exc)

@@ -643,7 +643,8 @@ def _show_step(step) -> None:
 
 @app.command()
 def policies(as_json: JsonOpt = False) -> None:
-    """The agent's policies: what each does, and which profiles run it (switch one with --policy -NAME/+NAME)."""
+    """The agent's policies: what each does, which profiles run it (switch one with --policy -NAME/+NAME), and its
+    settings (agent.policy.NAME.KNOB: in a settings file, or ARAG_AGENT__POLICY__NAME__KNOB)."""
     from dataclasses import asdict
 
     from arag.harness import describe_policies
@@ -655,6 +656,9 @@ def policies(as_json: JsonOpt = False) -> None:
     for row in rows:
         profiles = ", ".join(row.profiles) or "none (add with --policy +NAME)"
         out.print(f"[bold]{row.name}[/bold] ({profiles}): {escape(row.summary)}", highlight=False)
+        for knob, about in row.settings.items():
+            setting = f"agent.policy.{row.name}.{knob} = {json.dumps(about['default'])}"
+            out.print(f"  {escape(setting)}: {escape(about['description'])}", highlight=False)
 
 
 CHAT_HELP = (
