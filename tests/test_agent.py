@@ -902,6 +902,39 @@ def test_compact_answer_to_an_either_or_question_is_one_of_the_options(
     assert answer_schemas(server.requests[-1]) == [{"type": "string", "maxLength": 200}]  # a short free answer
 
 
+def test_compact_either_or_answer_with_one_option_unread_is_held_once(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion("Hucbert [chunk Hucbert#0]"),
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Anne of Kiev"], "top_k": 1}, "c3")]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c4")]),
+        completion("Hucbert [chunk Hucbert#0] [chunk Anne of Kiev#0]"),
+    ]
+    # option_check is off in the compact default since its ablation (docs/results.md); switched on for this run
+    result = compact_agent(hippo_index, server, max_steps=5, policies=["+option_check"]).run(
+        "Who died first, Hucbert or Anne of Kiev?"
+    )
+    held = server.requests[3]["messages"][-1]["content"]
+    assert held.startswith(
+        'You answered "Hucbert [chunk Hucbert#0]", but nothing you have read is about "Anne of Kiev"'
+    )
+    assert result.stop_reason == "answered" and result.read_chunks == ["Anne of Kiev#0", "Hucbert#0"]
+    # once per question: the same answer again with an option still unread is accepted
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),
+        completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2")]),
+        completion("Hucbert"),
+        completion("Hucbert"),
+    ]
+    again = compact_agent(hippo_index, server, max_steps=4, policies=["+option_check"]).run(
+        "Who died first, Hucbert or Anne of Kiev?"
+    )
+    assert again.stop_reason == "answered" and again.answer == "Hucbert" and len(server.requests) == 10
+
+
 def test_reading_hit_1_of_a_new_search_is_not_a_repeated_call(hippo_index: Index, server: ScriptedServer) -> None:
     server.replies = [
         completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})]),

@@ -64,7 +64,7 @@ def test_a_policy_is_switched_on_and_off_by_name() -> None:
         return [cls.name for cls in resolve(AgentSettings(policies=list(switches)), local=True).policies]
 
     compact = load_profile("compact").policies
-    assert bundle("+same_name") == [*compact, "same_name"]
+    assert bundle("+option_check") == [*compact, "option_check"]
     assert sorted(bundle("-plan", "+plan")) == sorted(compact)  # off and on again
     assert "plan" not in bundle("-plan")
     paper = [cls.name for cls in resolve(AgentSettings(policies=["+plan"]), local=False).policies]
@@ -209,6 +209,14 @@ def test_read_before_answer_reads_the_top_hits_once_per_search(hippo_index: Inde
     guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["hit 1"]})
     guarded_call(run, [policy], "keyword_search", {"keywords": ["Waldrada"]})
     assert isinstance(policy.on_answer(run, "x"), Hold)  # a new search: once more
+
+
+def test_option_check_holds_an_answer_with_one_option_unread(hippo_index: Index) -> None:
+    run, (policy,) = fake_run(hippo_index, "option_check", question="Who died first, Hucbert or Anne of Kiev?")
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Hucbert#0"]})
+    hold = policy.on_answer(run, "Hucbert")
+    assert isinstance(hold, Hold) and 'keyword_search for "Anne of Kiev"' in hold.message
+    assert policy.on_answer(run, "Hucbert") is None  # once
 
 
 def test_repeat_reads_read_what_the_search_allows_instead_of_refusing(hippo_index: Index) -> None:
