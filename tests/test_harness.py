@@ -278,3 +278,41 @@ def test_a_run_recorded_before_the_harness_still_loads(tmp_path: Path, server: S
         assert done.returncode == 0, done.stderr
     exported = run_cli("eval", "export", str(run), "--out", str(tmp_path / "export"), server=server, cache=tmp_path)
     assert exported.returncode == 0 and (tmp_path / "export" / "train.jsonl").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- the combination rules themselves
+@given(st.lists(st.lists(st.sampled_from(["hit 1", "a#0", "b#0", "c#0", "d#0"]), unique=True), max_size=4))
+def test_readable_ids_combine_as_an_intersection_whatever_the_order(lists: list[list[str]]) -> None:
+    from arag.harness.compose import _intersection
+
+    combined = _intersection(lists)
+    assert combined is None if not lists else set(combined) == set.intersection(*map(set, lists))
+    assert _intersection(list(reversed(lists))) == combined
+
+
+@given(st.lists(st.tuples(st.none() | st.integers(1, 9), st.none() | st.integers(1, 9)), max_size=5))
+def test_run_limits_combine_by_minimum(pairs: list[tuple[int | None, int | None]]) -> None:
+    from arag.harness import Limits
+
+    combined = Limits()
+    for stall, reads in pairs:
+        combined = combined.combine(Limits(stall, reads))
+    stalls, reads = [p[0] for p in pairs if p[0] is not None], [p[1] for p in pairs if p[1] is not None]
+    assert combined == Limits(min(stalls, default=None), min(reads, default=None))
+
+
+def test_two_policies_cannot_add_one_field_or_two_notes() -> None:
+    from arag.errors import ConfigError
+    from arag.harness import Field
+    from arag.harness.compose import declared_fields
+
+    def adds(*added: Field) -> Policy:
+        cls = type("Adds", (Policy,), {"name": f"adds_{id(added)}", "summary": "", "fields": lambda self: added})
+        return cls(policy_configs(AgentSettings())["plan"], AgentSettings())
+
+    plan, note = Field("plan", {"type": "string"}), Field("found", {"type": "string"}, place="note")
+    assert set(declared_fields([adds(plan), adds(note)])) == {"plan", "found"}
+    with pytest.raises(ConfigError, match="another policy's too"):
+        declared_fields([adds(plan), adds(plan)])
+    with pytest.raises(ConfigError, match="two notes"):
+        declared_fields([adds(note), adds(Field("said", {"type": "string"}, place="note"))])
