@@ -26,9 +26,8 @@ from arag.agent import Agent, Conversation
 from arag.corpus.build import build_index
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
-from random_model import RandomModel
+from random_model import RandomModel, varied_corpus
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 QUESTIONS = [
     "When did Lothair II's mother die?",
     "Who was the sister of the lay abbot of St. Maurice's Abbey?",
@@ -70,35 +69,6 @@ CONFIGS: list[tuple[str, bool, dict[str, Any]]] = [
 ]
 
 
-def corpus(folder: Path) -> Path:
-    """The tests' corpus and what makes every policy act somewhere: words in most chunks (120 biographies), two
-    films of one name, a long chunk a read is focused in, a heading that asks."""
-    docs = json.loads((FIXTURES / "hipporag_corpus.json").read_text(encoding="utf-8"))
-    docs += [
-        {
-            "title": f"Person {i}",
-            "text": f"Person {i} was a film director, an art director and a stage director. "
-            f"His father was a director too. He was born in Town {i}.",
-        }
-        for i in range(120)
-    ]
-    docs += [
-        {"title": "Fortunella (film)", "text": "Fortunella is a 1958 Italian film by Eduardo De Filippo."},
-        {"title": "Fortunella (1958 film)", "text": "Fortunella is a 1958 film directed by Eduardo De Filippo."},
-        {"title": "Town 7", "text": "Town 7 is a village. Its mayor was a former director."},
-        {
-            "title": "Long chronicle",
-            "text": "What is the chronicle? "
-            + " ".join(
-                f"Fact number {i} about Lothair II and the abbey is stated in this sentence." for i in range(60)
-            ),
-        },
-    ]
-    path = folder / "corpus.json"
-    path.write_text(json.dumps(docs), encoding="utf-8")
-    return path
-
-
 def in_todays_terms(agent: Agent, result: Any) -> dict[str, Any]:
     """A result as a dict, its timings left out, a result of before the harness written as today's."""
     data = result.to_dict()
@@ -129,7 +99,7 @@ def in_todays_terms(agent: Agent, result: Any) -> dict[str, Any]:
 
 def run(out: Path, seeds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        build_index([corpus(Path(tmp))], Path(tmp) / "idx", IndexSettings(embedder="fake", threads=1))
+        build_index([varied_corpus(Path(tmp))], Path(tmp) / "idx", IndexSettings(embedder="fake", threads=1))
         index = Index.open(Path(tmp) / "idx", threads=1)
         with out.open("w", encoding="utf-8") as handle:
             for name, local, options in CONFIGS:

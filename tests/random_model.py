@@ -9,6 +9,7 @@ import hashlib
 import json
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 from arag.models.endpoint import ChatTurn, Usage
@@ -101,3 +102,28 @@ class RandomModel:
             text = rng.choice([*ANSWERS, *WORDS, *seen])
             return text[: schema["maxLength"]] if "maxLength" in schema else text
         return None
+
+
+def varied_corpus(folder: Path) -> Path:
+    """The tests' corpus, and what makes every policy act somewhere on it: words in most chunks (120 biographies),
+    two films of one name, a long chunk a read is focused in, a heading that asks. Written as ``folder``/corpus.json."""
+    fixtures = Path(__file__).parent / "fixtures"
+    docs = json.loads((fixtures / "hipporag_corpus.json").read_text(encoding="utf-8"))
+    docs += [
+        {
+            "title": f"Person {i}",
+            "text": f"Person {i} was a film director, an art director and a stage director. "
+            f"His father was a director too. He was born in Town {i}.",
+        }
+        for i in range(120)
+    ]
+    facts = " ".join(f"Fact number {i} about Lothair II and the abbey is stated in this sentence." for i in range(60))
+    docs += [
+        {"title": "Fortunella (film)", "text": "Fortunella is a 1958 Italian film by Eduardo De Filippo."},
+        {"title": "Fortunella (1958 film)", "text": "Fortunella is a 1958 film directed by Eduardo De Filippo."},
+        {"title": "Town 7", "text": "Town 7 is a village. Its mayor was a former director."},
+        {"title": "Long chronicle", "text": f"What is the chronicle? {facts}"},
+    ]
+    path = folder / "corpus.json"
+    path.write_text(json.dumps(docs), encoding="utf-8")
+    return path

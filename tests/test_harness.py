@@ -28,7 +28,7 @@ from arag.index import Index
 from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
 from conftest import FIXTURES, fake_settings
-from random_model import RandomModel
+from random_model import RandomModel, varied_corpus
 from scripted_server import ScriptedServer
 from test_eval import run_cli
 
@@ -47,28 +47,8 @@ EXTRAS = ["option_check", "supported_answer", "same_name", "confident_stop"]
 
 @pytest.fixture(scope="module")
 def harness_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    """The test corpus with what makes every policy act somewhere: words in most chunks (120 biographies), two
-    films of one name, a long chunk a read is focused in, a heading that asks."""
     folder = tmp_path_factory.mktemp("harness")
-    docs = json.loads((FIXTURES / "hipporag_corpus.json").read_text(encoding="utf-8"))
-    docs += [
-        {
-            "title": f"Person {i}",
-            "text": f"Person {i} was a film director. His father was a director too. He was born in Town {i}.",
-        }
-        for i in range(120)
-    ]
-    docs += [
-        {"title": "Fortunella (film)", "text": "Fortunella is a 1958 Italian film by Eduardo De Filippo."},
-        {"title": "Fortunella (1958 film)", "text": "Fortunella is a 1958 film directed by Eduardo De Filippo."},
-        {"title": "Town 7", "text": "Town 7 is a village. Its mayor was a former director."},
-        {
-            "title": "Chronicle",
-            "text": "What is the chronicle? " + " ".join(f"Fact {i} about Lothair II is here." for i in range(60)),
-        },
-    ]
-    (folder / "corpus.json").write_text(json.dumps(docs), encoding="utf-8")
-    build_index([folder / "corpus.json"], folder / "idx", fake_settings())
+    build_index([varied_corpus(folder)], folder / "idx", fake_settings())
     return Index.open(folder / "idx", threads=1)
 
 
