@@ -100,7 +100,7 @@ def test_lookup_tokens_setting_is_bounded() -> None:
 def test_openmp_spin_count_is_set_unless_the_user_chose_a_wait_policy() -> None:
     unset: dict[str, str] = {}
     llama_build.set_openmp_waiting(unset)
-    assert unset == {"GOMP_SPINCOUNT": local_llm.GOMP_SPIN_COUNT}
+    assert unset == {"GOMP_SPINCOUNT": llama_build.GOMP_SPIN_COUNT}
     for chosen in ({"OMP_WAIT_POLICY": "PASSIVE"}, {"GOMP_SPINCOUNT": "0"}):
         environ = dict(chosen)
         llama_build.set_openmp_waiting(environ)
@@ -116,7 +116,7 @@ def test_openmp_spin_count_is_set_before_xllamacpp_is_first_imported(
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # the import fails: what matters is the environment before it
     check = local_llm.local_available if first_import == "local_available" else llama_build.build_info
     assert not check()
-    assert os.environ["GOMP_SPINCOUNT"] == local_llm.GOMP_SPIN_COUNT
+    assert os.environ["GOMP_SPINCOUNT"] == llama_build.GOMP_SPIN_COUNT
 
 
 # --- the llama.cpp build for this CPU (scripts/setup.sh: python -m arag.models.llama_build) ---

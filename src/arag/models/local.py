@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from arag.errors import ConfigError
 from arag.files import cache_dir, sha256_file
-from arag.models.llama_build import build_info, built_for_avx512, import_llama_cpp
+from arag.models import llama_build
 
 if TYPE_CHECKING:
     from arag.settings import LLMSettings
@@ -141,7 +141,7 @@ def lookup_tokens(llm: LLMSettings) -> int:
     """The prompt-lookup draft length the embedded server runs with: the setting, or when it is unset, by build."""
     if llm.lookup_tokens is not None:
         return llm.lookup_tokens
-    return LOOKUP_TOKENS_NATIVE if built_for_avx512(build_info()) else 0
+    return LOOKUP_TOKENS_NATIVE if llama_build.built_for_avx512(llama_build.build_info()) else 0
 
 
 FLASH_ATTENTION = {"auto": -1, "off": 0, "on": 1}  # llama.cpp's llama_flash_attn_type
@@ -158,7 +158,7 @@ class LocalServer:
         lookup_tokens: int = 0,
         flash_attention: Literal["auto", "on", "off"] = "off",
     ) -> None:
-        xlc = import_llama_cpp()
+        xlc = llama_build.import_llama_cpp()
         if xlc is None:
             raise ConfigError("the embedded model needs the 'local' extra: pip install 'a-rag[local]'")
         params = xlc.CommonParams()
@@ -189,4 +189,4 @@ class LocalServer:
 
 
 def local_available() -> bool:
-    return import_llama_cpp() is not None
+    return llama_build.import_llama_cpp() is not None
