@@ -201,7 +201,7 @@ class AgentSettings(BaseModel):
     profile: str = Field(
         "auto",
         description="'paper': the paper's prompt and loop; 'compact': the same loop with the small-model policies "
-        "(arag/agent/profiles/compact.toml); a path to a profile file of your own; 'auto': compact for the "
+        "(arag/harness/profiles/compact.toml); a path to a profile file of your own; 'auto': compact for the "
         "embedded model, paper otherwise.",
     )
     policies: list[str] = Field(
