@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arag.harness.contract import NextAction
-from arag.harness.grammar import action_schema
+from arag.harness.grammar import THOUGHT, action_schema
 from arag.jsonsafe import as_text
 from arag.models.endpoint import ChatTurn
 from arag.tools.toolkit import ToolCall, Toolkit
 
-NOTE = "thought"  # the free-text field of a JSON action (a policy may ask for a note of its own instead)
+NOTE = THOUGHT.name  # the free-text field of a JSON action (a policy may ask for a note of its own instead)
 _JSON_CANDIDATES = 4  # tagged or fenced blocks tried per reply: enough for real replies, linear for hostile ones
 
 

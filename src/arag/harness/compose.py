@@ -77,9 +77,9 @@ def declared_fields(policies: Sequence[Policy]) -> dict[str, Field]:
 class Harness:
     """One question's policies (fresh instances: a policy's state is one question's), composed for the loop."""
 
-    def __init__(self, policies: Sequence[Policy]) -> None:
+    def __init__(self, policies: Sequence[Policy], fields: dict[str, Field] | None = None) -> None:
         self.policies = list(policies)
-        self.fields = declared_fields(self.policies)
+        self.fields = declared_fields(self.policies) if fields is None else fields
 
     # ------------------------------------------------------------------ before the first action
     def start(self, run: RunView) -> Start:
@@ -137,10 +137,10 @@ class Harness:
         return Revised(answer, source)
 
     def hold(self, run: RunView, answer: str) -> Hold | None:
-        return next((h for p in in_order(self.policies, "hold") if (h := p.on_answer(run, answer))), None)
+        return next((h for p in in_order(self.policies, "hold") if (h := p.on_answer(run, answer)) is not None), None)
 
     def on_repeat(self, run: RunView, call: ToolCall) -> RepeatOutcome | None:
-        return next((o for p in in_order(self.policies, "repeat") if (o := p.on_repeat(run, call))), None)
+        return next((o for p in in_order(self.policies, "repeat") if (o := p.on_repeat(run, call)) is not None), None)
 
     def edit(self, run: RunView, call: ToolCall) -> tuple[ToolCall, str | None]:
         """A new call as it will run, and the first words of its result if a policy changed it."""

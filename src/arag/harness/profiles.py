@@ -68,7 +68,7 @@ class Bundle:
 
     def harness(self) -> Harness:
         """One question's policies, composed (new instances: a policy's state is one question's)."""
-        return Harness(self._instances())
+        return Harness(self._instances(), self.fields)
 
     def prompt(self) -> str | None:
         """The profile's system prompt; None: the paper's."""
@@ -155,9 +155,7 @@ def policy_configs(settings: AgentSettings) -> dict[str, BaseModel]:
         try:
             configs[name] = cls.Settings.model_validate(settings.policy.get(name, {}))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(["agent.policy", name, *(str(part) for part in first["loc"])])
-            raise ConfigError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
+            raise ConfigError(_first_error(exc, f"agent.policy.{name}")) from None
     return configs
 
 
@@ -214,8 +212,10 @@ def describe_policies() -> list[PolicyInfo]:
     ]
 
 
-def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-    return str(exc)
+def _first_error(exc: Exception, prefix: str = "") -> str:
+    """The first error of a validation as "where: what" (``prefix``: the setting it is under)."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    first = exc.errors()[0]
+    where = ".".join([*([prefix] if prefix else []), *(str(part) for part in first["loc"])])
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}"

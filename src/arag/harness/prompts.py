@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib import resources
 
 from arag.errors import ConfigError
 from arag.harness.contract import Field
+from arag.harness.grammar import THOUGHT
 
 FINAL = (
     "Stop searching now. Give the final answer in a few words (a name, a date, a number, or yes/no), then the "
@@ -16,13 +18,8 @@ FINAL = (
     'above does not contain the answer, give your best guess, never "nothing yet" or "unknown".'
 )
 # the free note of the worked example when no policy asks for a note of its own
-THOUGHT_EXAMPLE = Field(
-    "thought",
-    {"type": "string"},
-    place="note",
-    on_answer=True,
-    example="First find who wrote Hamlet.",
-    later="Now find where William Shakespeare was born.",
+THOUGHT_EXAMPLE = replace(
+    THOUGHT, example="First find who wrote Hamlet.", later="Now find where William Shakespeare was born."
 )
 
 

@@ -5,6 +5,7 @@ keyword is."""
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,13 +33,20 @@ class Evidence:
     chunk_id: str
 
 
+# a toolkit's scores when its view keeps none (the paper's): one cache per toolkit, gone with it
+_SCORES: weakref.WeakKeyDictionary[Toolkit, QuestionScores] = weakref.WeakKeyDictionary()
+
+
 def question_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], Any]:
-    """A chunk's sentences and their cosines with the question (cached by the compact view, which scores them for
-    its focused reads too)."""
+    """A chunk's sentences and their cosines with the question, computed once per chunk and question (the compact
+    view's own cache, which its focused reads fill too; else one kept for the toolkit)."""
     presenter = run.toolkit.presenter
     if isinstance(presenter, CompactPresenter):
         return presenter.question_scores(record)
-    return QuestionScores(run.toolkit.index)(run.question, record)
+    scores = _SCORES.get(run.toolkit)
+    if scores is None:
+        scores = _SCORES[run.toolkit] = QuestionScores(run.toolkit.index)
+    return scores(run.question, record)
 
 
 def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1) -> list[Evidence]:
