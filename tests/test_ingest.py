@@ -175,7 +175,9 @@ print("done", flush=True)
 def test_kill_during_index_leaves_previous_index_openable(tmp_path: Path) -> None:
     idx = tmp_path / "idx"
     build_index([FIXTURES / "guide.md"], idx, fake_settings())
-    before = [(h.chunk_id, h.score) for h in Index.open(idx).keyword_search(["Crane"])]
+    first = Index.open(idx)
+    before = [(h.chunk_id, h.score) for h in first.keyword_search(["Crane"])]
+    first.close()  # an open reader holds its generation: left to the garbage collector, the cleanup below raced it
     script = tmp_path / "slow.py"
     script.write_text(SLOW_INDEXER)
     for delay in (0.0, 0.3, 0.8):
