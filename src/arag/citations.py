@@ -9,6 +9,7 @@ MIN_SUPPORT it is not named (the chunk is still located)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -114,15 +115,19 @@ def without_citations(text: str) -> str:
     return " ".join(CITED.sub("", text).split())
 
 
-def ids_in(citation: str) -> list[str]:
-    """The chunk ids inside one citation's brackets, in order: "chunks: A#0, B#1" → ["A#0", "B#1"]."""
+def ids_in(citation: str, known: Collection[str] = ()) -> list[str]:
+    """The chunk ids inside one citation's brackets, in order: "chunks: A#0, B#1" → ["A#0", "B#1"]; a whole that is
+    one ``known`` id stays whole (a title with a comma: "Louis of Nassau, Lord of De Lek#0")."""
+    whole = re.sub(r"^chunks?\s*:?\s*", "", citation.strip(), flags=re.I).strip()
+    if whole in known:
+        return [whole]
     ids = (re.sub(r"^chunks?\s*:?\s*", "", part.strip(), flags=re.I).strip() for part in re.split(r"[,;]\s*", citation))
     return [chunk_id for chunk_id in ids if chunk_id]
 
 
-def cited_ids(answer: str) -> list[str]:
-    """Every chunk id ``answer`` cites, once each, in the order first cited."""
-    return list(dict.fromkeys(chunk_id for group in CITATION.findall(answer) for chunk_id in ids_in(group)))
+def cited_ids(answer: str, known: Collection[str] = ()) -> list[str]:
+    """Every chunk id ``answer`` cites, once each, in the order first cited (``known``: as for ``ids_in``)."""
+    return list(dict.fromkeys(chunk_id for group in CITATION.findall(answer) for chunk_id in ids_in(group, known)))
 
 
 def claims_by_citation(answer: str) -> dict[str, str]:

@@ -27,3 +27,28 @@ def normalize_answer(text: str) -> str:
     text = "".join(" " if ch in _PUNCTUATION else ch for ch in text)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+# the words an answer opens with when the documents do not hold what was asked: the agent writes them, and the
+# evaluation reads them (with the record's ``not_found``) as a refusal
+NOT_IN_DOCUMENTS = "Not in the documents"
+_NOT_FOUND = re.compile(
+    r"\bnot (?:in|found in|mentioned in|stated in|given in|covered (?:in|by)|in any of) (?:the |these |your )?"
+    r"(?:documents?|texts?|chunks?|corpus|sources?|passages?)\b"
+    r"|\b(?:the |these )?(?:documents?|texts?|chunks?|passages?|sources?) (?:do|does|did) not (?:say|mention|state|"
+    r"contain|hold|give|specify|provide|include|answer)\b"
+    r"|\bno (?:information|mention|record|evidence) (?:about|on|of|for|in)\b"
+    r"|\b(?:could not|cannot|can't|couldn't|did not|didn't) (?:find|locate)\b",
+    re.I,
+)
+# a short reply that is only a refusal ("Unknown.", "I don't know")
+_BARE_REFUSAL = re.compile(
+    r"^(?:not found|unknown|no answer|none found|i (?:do not|don't) know|cannot be determined|not available)\W*$", re.I
+)
+
+
+def says_not_found(answer: str) -> bool:
+    """Whether ``answer`` says the documents do not hold what was asked ("Not in the documents: …", "The texts do
+    not mention …", "Unknown")."""
+    text = " ".join(answer.split())
+    return bool(_NOT_FOUND.search(text) or _BARE_REFUSAL.match(text))

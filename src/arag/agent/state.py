@@ -16,6 +16,7 @@ from arag.citations import resolve as resolve_citations
 from arag.harness.contract import Limits, Search
 from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
+from arag.text import says_not_found
 from arag.tools.arguments import safe_arguments
 from arag.tools.toolkit import ToolCall, Toolkit, ToolResult
 from arag.tracing import QuestionTrace
@@ -65,6 +66,8 @@ class AgentResult:
     verification: dict[str, Any] | None = None
     # what each policy records of the run, by its name (a plan stated; an answer a reread changed: "reread")
     policy_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the answer says the documents do not hold what was asked ("Not in the documents: …")
+    not_found: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -137,7 +140,8 @@ class RunState:
 
     def citations(self, answer: str) -> list[dict[str, Any]]:
         """Chunk ids cited in the answer, each verified against the chunks this run actually returned."""
-        return [{"chunk_id": c, "verified": c in self.toolkit.tracker.seen_ids} for c in cited_ids(answer)]
+        seen = self.toolkit.tracker.seen_ids
+        return [{"chunk_id": c, "verified": c in seen} for c in cited_ids(answer, seen)]
 
     # ------------------------------------------------------------------ what the run records
     def tell(self, text: str) -> None:
@@ -282,4 +286,5 @@ class RunState:
             dict(acted or {}),
             resolve_citations(self.toolkit.index, self.answer, self.citations(self.answer)),
             policy_records=records,
+            not_found=says_not_found(self.answer),
         )

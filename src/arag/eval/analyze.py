@@ -15,7 +15,11 @@ read recall of the gold evidence, the stop reason, the prediction):
 ``partial``        some gold passage was read, another never seen (a missed hop)
 ``reasoning``      every gold passage was read in full, and the answer is still wrong
 ``no_gold``        the question's gold evidence is not in the corpus: retrieval cannot be judged
+``false_refusal``  an answerable question answered "not in the documents"
+``made_up``        an absent question (its evidence taken out) answered with something
 =================  ==================================================================================
+
+An absent question answered "not in the documents" is ``correct``.
 
 and, where an LLM judge ran, the flag ``judge_disagreement`` when Contain-Acc and LLM-Acc disagree
 (correct by one, wrong by the other), whatever the primary tag.
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.errors import ConfigError
+from arag.eval.measures import describe, measures, refused
 from arag.eval.runs import CONFIG, METHOD_LABELS, RESULTS, read_results
 
 TAGS = (
@@ -43,6 +48,8 @@ TAGS = (
     "partial",
     "reasoning",
     "no_gold",
+    "false_refusal",
+    "made_up",
 )
 FAILURE_TAGS = TAGS[1:]
 ANALYSIS = "analysis.jsonl"
@@ -60,8 +67,12 @@ def tag_record(record: dict[str, Any], method: str | None = None) -> dict[str, A
         flags.append("judge_disagreement")
     seen = record.get("retrieval_recall")
     read = seen if method in FULL_TEXT_METHODS else record.get("read_recall")
-    if contain is not None and contain >= 0.5:
+    if record.get("absent"):
+        tag = "correct" if refused(record) else "made_up"
+    elif contain is not None and contain >= 0.5:
         tag = "correct"
+    elif refused(record):
+        tag = "false_refusal"
     elif record.get("error"):
         tag = "error"
     elif not str(record.get("prediction") or "").strip():
@@ -116,6 +127,7 @@ def analyze_run(run_dir: Path, write: bool = True) -> dict[str, Any]:
         "tags": {tag: counts[tag] for tag in TAGS},
         "judge_disagreements": sum(1 for t in tags if "judge_disagreement" in t["flags"]),
         "verification": verification_breakdown(records, tags),
+        "measures": measures(records),
     }
 
 
@@ -161,6 +173,13 @@ def breakdown_markdown(analyses: list[dict[str, Any]]) -> str:
         "retrieval_miss: gold never shown; seen_not_read: gold only in snippets; partial: a hop never found; "
         "reasoning: all gold read, still wrong; stalled / budget: a forced answer; see `arag/eval/analyze.py`.",
     ]
+    measured = [a for a in analyses if a.get("measures")]
+    if measured:
+        rows = [describe(a["measures"]) for a in measured]
+        head = "| Run | " + " | ".join(name for name, _ in rows[0]) + " |"
+        lines += ["", "## What a user needs (arag/eval/measures.py)", "", head, "|---" * (len(rows[0]) + 1) + "|"]
+        for a, row in zip(measured, rows, strict=True):
+            lines.append(f"| {Path(a['run_dir']).name} | " + " | ".join(shown for _, shown in row) + " |")
     verified = [a for a in analyses if a.get("verification")]
     if verified:
         lines += ["", "## Answer verification (agent.verify_answers) against correctness", "",

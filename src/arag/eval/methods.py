@@ -17,6 +17,7 @@ from arag.harness.text import SHORT_PHRASE
 from arag.index import Index
 from arag.models.endpoint import ChatModel, Usage
 from arag.settings import AgentSettings, ToolName
+from arag.text import says_not_found
 
 ALL_TOOLS: list[ToolName] = ["keyword_search", "semantic_search", "chunk_read"]
 METHODS: dict[str, list[ToolName] | None] = {
@@ -50,6 +51,7 @@ class MethodOutput:
     verification: dict[str, Any] | None = None  # agent.verify_answers
     # what each policy recorded, by name (a plan stated; an answer a reread changed: "reread")
     policy_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    not_found: bool = False  # the answer says the documents do not hold what was asked
 
 
 class Method:
@@ -73,7 +75,10 @@ class DirectMethod(Method):
         turn = self.model.complete(
             [{"role": "system", "content": ANSWER_PROMPT}, {"role": "user", "content": question}]
         )
-        return MethodOutput(turn.content.strip(), "answered", usage=turn.usage, cost=self.model.cost(turn.usage))
+        answer = turn.content.strip()
+        return MethodOutput(
+            answer, "answered", usage=turn.usage, cost=self.model.cost(turn.usage), not_found=says_not_found(answer)
+        )
 
 
 class NaiveRAGMethod(Method):
@@ -114,6 +119,7 @@ class NaiveRAGMethod(Method):
             ids,
             ids,
             [step],
+            not_found=says_not_found(turn.content),
         )
 
 
@@ -148,6 +154,7 @@ class AgentMethod(Method):
             result.policies_acted,
             result.verification,
             result.policy_records,
+            result.not_found,
         )
 
 

@@ -97,10 +97,28 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             f"{_pct(forced / n)}% | {r.get('errors', 0)} | {_pct(r.get('retrieval_recall'))}% | "
             f"{'–' if p50 is None else f'{p50:.1f}'} | {_prompt_tokens(r['records'])} | {_token_speed(r['records'])} |"
         )
+    lines += measures_lines(runs)
     lines += _paired_lines(runs)
     judges = {r.get("judge_model") for r in runs if r.get("llm_acc") is not None}
     lines += ["", f"LLM-Acc judge: {', '.join(sorted(str(j) for j in judges)) if judges else 'not run'}."]
     return "\n".join(lines) + "\n"
+
+
+def measures_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """The table of what a user needs (arag.eval.measures), one row per run."""
+    from arag.eval.measures import MEASURES, describe, measures
+
+    lines = [
+        "",
+        "## What a user needs (%, 95 % Wilson interval, n; arag/eval/measures.py)",
+        "",
+        "| Method | Dataset | " + " | ".join(MEASURES) + " | p50 s |",
+        "|---|---|" + "---|" * (len(MEASURES) + 1),
+    ]
+    for run in runs:
+        cells = [shown for _name, shown in describe(run.get("measures") or measures(run["records"]))]
+        lines.append(f"| {_label(run)} | {run['dataset']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def model_calls_of(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,12 +12,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError, IndexNotFoundError
 from arag.eval.datasets import Dataset, Question, load_dataset
+from arag.eval.measures import answer_holder, citation_record
 from arag.eval.methods import Method, MethodOutput
 from arag.eval.metrics import (
     JUDGE_PROMPT,
@@ -49,6 +50,8 @@ def run_index(run_dir: Path) -> tuple[Index, Settings]:
     corpus_file = Path(config["corpus_file"])
     corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
     dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
+    if config.get("absent"):  # asked over the corpus without their evidence: that corpus's index
+        dataset = replace(dataset, name=f"{dataset.name}-absent", corpus=corpus_file)
     settings = load_settings(None, {"index": config["settings"]["index"]})
     return index_for(dataset, settings.index), settings
 
@@ -200,7 +203,12 @@ def judge(model: ChatModel, question: Question, prediction: str, template: str =
 
 
 _ABSENT = object()  # a key one side of a comparison lacks
-_RUN_IDENTITY = ("dataset", "method", "settings")  # what a resumed run must share with the run in its directory
+_RUN_IDENTITY = (
+    "dataset",
+    "method",
+    "settings",
+    "absent",
+)  # what a resumed run must share with the run in its directory
 
 
 def _differences(before: Any, after: Any, path: str = "") -> list[str]:
@@ -233,6 +241,8 @@ class DatasetChoice:
     question_type: str | None = None  # only the questions of this type are sampled from
     key_terms: Path | None = None  # the key terms that score this dataset's answers (benchmarks/key_terms)
     ids_file: Path | None = None  # of the questions selected, only these ids
+    # ask them as absent questions: over the corpus without their evidence (arag.eval.absent); right: "not found"
+    absent: bool = False
 
     def load(self) -> Dataset:
         return load_dataset(self.path, self.corpus, self.subset, self.corpus_file, self.questions_file)
@@ -275,6 +285,14 @@ def run_method(
     dataset = choice.load()
     questions = choice.questions(dataset, limit, seed, first)
     key_terms = KeyTerms.load(choice.key_terms) if choice.key_terms else None
+    absent = None
+    if choice.absent:
+        from arag.eval.absent import absent_corpus
+
+        absent = absent_corpus(dataset, questions, key_terms)
+        dataset, questions = absent.dataset, absent.dataset.questions
+        if not questions:
+            raise ConfigError("none of the selected questions stays absent once its evidence is taken out")
     judge_prompt = load_judge_prompt(settings.eval.judge_prompt_file)
     index = index_for(dataset, settings.index, index_dir, progress=index_progress)
     model, embedded = chat_model(settings, local_model=local_model, threads=settings.index.threads)
@@ -324,6 +342,7 @@ def run_method(
         "ids_file": str(choice.ids_file) if choice.ids_file else None,
         "key_terms": str(choice.key_terms) if choice.key_terms else None,
         "question_ids": [q.id for q in questions],
+        **({"absent": absent.describe()} if absent is not None else {}),
     }
     check_run_dir(out_dir, config)
     if on_start is not None:
@@ -391,6 +410,7 @@ def run_eval(
     results_path = out_dir / RESULTS
     finished = read_results(results_path, repair=True)
     gold = GoldChunks(index, dataset)
+    asked_absent = "absent" in config
     lock = threading.Lock()
     started = time.perf_counter()
 
@@ -403,12 +423,23 @@ def run_eval(
             output, error = MethodOutput("", "error"), str(exc)
         except Exception as exc:  # one question's failure, whatever it is, must not end the run
             output, error = MethodOutput("", "error"), f"{type(exc).__name__}: {exc}"
+        gold_chunks = set().union(*gold.gold_sets(question))
+        scorer = (lambda text: key_terms.score(question.id, text)) if key_terms is not None else None
+        citations = citation_record(
+            output.prediction,
+            set(output.retrieved_chunks),
+            lambda ids: {r.chunk_id: r.text for r in index.read(ids)[0]},
+            answer_holder(question.answers, gold_chunks, scorer),
+        )
         record: dict[str, Any] = {
             "id": question.id,
             "question": question.question,
             "gold": question.answers,
             "type": question.type,
             "prediction": output.prediction,
+            **({"absent": True} if asked_absent else {}),
+            "not_found": output.not_found,
+            "citations": citations,
             "contain_acc": contain_acc(output.prediction, question.answers),
             "exact_match": exact_match(output.prediction, question.answers),
             "f1": token_f1(output.prediction, question.answers),

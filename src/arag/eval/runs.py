@@ -74,6 +74,7 @@ def mean_present(values: list[float | None]) -> float | None:
 
 
 def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None = None) -> dict[str, Any]:
+    from arag.eval.measures import measures
     from arag.eval.stats import accuracy
 
     records = list(read_results(results_path).values())
@@ -109,6 +110,7 @@ def summarize(results_path: Path, config: dict[str, Any], wall_s: float | None =
         "latency_s": mean_present([r["latency_s"] for r in records]),
         "latency_p50_s": statistics.median(latencies) if latencies else None,
         "wall_s_last_session": wall_s,
+        "measures": measures(records),
     }
 
 
@@ -138,6 +140,10 @@ def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[d
                 record["key_terms_acc"] = key_terms.score(str(record["id"]), str(record.get("prediction") or ""))
             scored = [r["key_terms_acc"] for r in records if r["key_terms_acc"] is not None]
             summary["key_terms_acc"] = sum(scored) / len(scored) if scored else None
+        if records:  # read off the records as they are now (rescored, or a run older than the measures)
+            from arag.eval.measures import measures
+
+            summary["measures"] = measures(records)
         runs.append({**summary, "run_dir": str(run_dir), "records": records, "partial": partial})
     return runs
 

@@ -1151,6 +1151,15 @@ KeyTermsOpt = Annotated[
         "datasets whose gold answers are sentences). [default: none]",
     ),
 ]
+AbsentOpt = Annotated[
+    bool,
+    typer.Option(
+        "--absent",
+        help="Ask the selected questions over the corpus with their evidence taken out (gold passages; key terms' "
+        'sentences): the right answer is "not in the documents". Questions whose answer stays in the corpus are '
+        "left out, with the reason, in the run's config.",
+    ),
+]
 SystemPromptOpt = Annotated[
     Path | None,
     typer.Option(
@@ -1174,6 +1183,7 @@ def eval_run(
     question_type: QuestionTypeOpt = None,
     key_terms: KeyTermsOpt = None,
     ids_file: IdsFileOpt = None,
+    absent: AbsentOpt = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Number of questions. [default: all]")] = None,
     seed: Annotated[
         int | None, typer.Option(help="Sample --limit questions at random with this seed. [default: the first --limit]")
@@ -1213,7 +1223,9 @@ def eval_run(
         policy,
         embedder,
     )
-    choice = DatasetChoice(dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file)
+    choice = DatasetChoice(
+        dataset, corpus, subset, corpus_file, questions_file, question_type, key_terms, ids_file, absent
+    )
     summary = _run_one(
         choice, method, out, settings, workers, limit, seed, local_model, judge, naive_top_k, index_dir, first
     )

@@ -60,7 +60,7 @@ def mend_citations(answer: str, shown: set[str]) -> str:
     with a suffix added, "Medical#125#0" → "Medical#125"), or left out."""
 
     def mend(match: re.Match[str]) -> str:
-        mended = [m for m in (_mended(chunk_id, shown) for chunk_id in ids_in(match.group(1))) if m]
+        mended = [m for m in (_mended(chunk_id, shown) for chunk_id in ids_in(match.group(1), shown)) if m]
         return "".join(f" [chunk {m}]" for m in dict.fromkeys(mended))
 
     if not CITED.search(answer):

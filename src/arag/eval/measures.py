@@ -1,0 +1,157 @@
+"""What a user needs of an answer, measured per run: right where the documents hold it, "not in the documents" where
+they do not, the second hop followed, and the evidence cited.
+
+Accuracy alone rewards an answer that always says something. Each measure here is a proportion with its Wilson
+interval and n (arag.eval.stats), read off a run's records:
+
+=====================  ==========================================================================================
+``answerable``         right answers of the answerable questions (key terms, else LLM-Acc, else Contain-Acc)
+``multi_hop``          the same, of the multi-hop questions only (2Wiki compositional, bridge-comparison, inference;
+                       GraphRAG-Bench complex reasoning; HotpotQA bridge; MuSiQue 2-4 hops)
+``absent_said``        absent questions (arag.eval.absent) answered "not in the documents"
+``false_refusals``     answerable questions answered "not in the documents"
+``cites_evidence``     right answers that cite a chunk holding the answer
+``unshown_cited``      answers citing a chunk the run was never shown (should be none)
+``own_answers``        answers the model gave itself (not forced by a limit, not the harness's instead)
+``stalled``            runs a loop guard ended
+=====================  ==========================================================================================
+
+and ``latency_p50_s``. A record says it refused in ``not_found`` (records older than the field: its text, read by
+``arag.text.says_not_found``) and what it cited in ``citations``: ``cited``, ``unshown`` (cited, never shown) and
+``holding`` (cited and holding the answer: its text contains a gold answer or matches the key terms, or it holds a
+gold passage).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable, Collection
+from typing import Any
+
+from arag.citations import cited_ids
+from arag.eval.stats import Estimate, accuracy
+from arag.text import normalize_answer, says_not_found
+
+MULTI_HOP_TYPES = frozenset(["compositional", "bridge_comparison", "inference", "complex reasoning", "bridge"])
+_HOPS = re.compile(r"^[2-9]hop")  # MuSiQue's question ids and types: "2hop", "3hop1", …
+MEASURES = (
+    "answerable",
+    "multi_hop",
+    "absent_said",
+    "false_refusals",
+    "cites_evidence",
+    "unshown_cited",
+    "own_answers",
+    "stalled",
+)
+
+
+def is_multi_hop(record: dict[str, Any]) -> bool:
+    kind = str(record.get("type") or "").lower()
+    return kind in MULTI_HOP_TYPES or bool(_HOPS.match(kind))
+
+
+def refused(record: dict[str, Any]) -> bool:
+    """Whether the record's answer says the documents do not hold what was asked."""
+    if "not_found" in record:
+        return bool(record["not_found"])
+    return says_not_found(str(record.get("prediction") or ""))
+
+
+def correct(record: dict[str, Any]) -> float | None:
+    """The record's score as a right answer: key terms where the run was scored by them (None: not scored), else
+    LLM-Acc where a judge ran, else Contain-Acc. A refusal is not a right answer."""
+    if refused(record):
+        return 0.0 if _scored(record) is not None else None
+    return _scored(record)
+
+
+def _scored(record: dict[str, Any]) -> float | None:
+    if "key_terms_acc" in record:
+        value = record["key_terms_acc"]
+    elif record.get("llm_acc") is not None:
+        value = record["llm_acc"]
+    else:
+        value = record.get("contain_acc")
+    return None if value is None else float(value)
+
+
+def citation_record(
+    prediction: str,
+    shown: Collection[str],
+    text_of: Callable[[list[str]], dict[str, str]],
+    holds_answer: Callable[[str, str], bool],
+) -> dict[str, list[str]]:
+    """What an answer cites: every id, those never shown, and those whose chunk holds the answer
+    (``holds_answer(chunk_id, text)``); ``text_of`` gives the text of the known ids."""
+    cited = cited_ids(prediction, shown)
+    texts = text_of(cited) if cited else {}
+    return {
+        "cited": cited,
+        "unshown": [c for c in cited if c not in shown],
+        "holding": [c for c in cited if c in texts and holds_answer(c, texts[c])],
+    }
+
+
+def answer_holder(
+    answers: list[str], gold_chunks: set[str], key_terms_score: Callable[[str], float | None] | None
+) -> Callable[[str, str], bool]:
+    """Whether a chunk holds the answer: it is a gold passage's chunk, its text matches the key terms, or (where no
+    key terms score the question) it contains a gold answer that is more than yes or no."""
+    normals = [n for n in (normalize_answer(a) for a in answers) if n and n not in ("yes", "no")]
+
+    def holds(chunk_id: str, text: str) -> bool:
+        if chunk_id in gold_chunks:
+            return True
+        if key_terms_score is not None:
+            score = key_terms_score(text)
+            if score is not None:
+                return bool(score)
+        padded = f" {normalize_answer(text)} "
+        return any(f" {n} " in padded for n in normals)
+
+    return holds
+
+
+def measures(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every measure of the module's table over ``records``, each as an Estimate's dict (value, interval, n)."""
+    answerable = [r for r in records if not r.get("absent")]
+    absent = [r for r in records if r.get("absent")]
+    right = [r for r in answerable if correct(r) == 1.0]
+    with_citations = [r for r in records if isinstance(r.get("citations"), dict)]
+    latencies = [float(r["latency_s"]) for r in records if r.get("latency_s") is not None]
+    estimates: dict[str, Estimate] = {
+        "answerable": accuracy([correct(r) for r in answerable]),
+        "multi_hop": accuracy([correct(r) for r in answerable if is_multi_hop(r)]),
+        "absent_said": accuracy([float(refused(r)) for r in absent]),
+        "false_refusals": accuracy([float(refused(r)) for r in answerable]),
+        "cites_evidence": accuracy(
+            [float(bool(r["citations"].get("holding"))) for r in right if isinstance(r.get("citations"), dict)]
+        ),
+        "unshown_cited": accuracy([float(bool(r["citations"].get("unshown"))) for r in with_citations]),
+        "own_answers": accuracy([float(_own(r)) for r in records]),
+        "stalled": accuracy([float(r.get("stop_reason") == "stalled") for r in records]),
+    }
+    out: dict[str, Any] = {name: estimates[name].to_dict() if estimates[name].n else None for name in MEASURES}
+    out["latency_p50_s"] = statistics.median(latencies) if latencies else None
+    return out
+
+
+def _own(record: dict[str, Any]) -> bool:
+    return record.get("stop_reason") == "answered" and record.get("answer_from", "model") == "model"
+
+
+def describe(measured: dict[str, Any]) -> list[tuple[str, str]]:
+    """(measure, "value [interval] (n)") rows for a report; a measure no record bears on shows "—"."""
+    rows = []
+    for name in MEASURES:
+        value = measured.get(name)
+        shown = "—"
+        if value:
+            estimate = Estimate(value["value"], value["ci95_low"], value["ci95_high"], value["n"])
+            shown = estimate.percent()
+        rows.append((name, shown))
+    p50 = measured.get("latency_p50_s")
+    rows.append(("latency_p50_s", "—" if p50 is None else f"{p50:.1f}"))
+    return rows
