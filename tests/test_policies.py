@@ -23,6 +23,7 @@ from arag.harness import (
     ReadInstead,
     Refuse,
     Reread,
+    Revised,
     Stands,
     load_profile,
     register,
@@ -307,7 +308,10 @@ def test_grounded_answer_holds_a_placeholder_once_then_answers_with_the_closest_
     run, (policy,) = fake_run(hippo_index, "grounded_answer", question="When did Ermengarde of Tours die?")
     guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
     run.stop_reason = "max_steps"
-    assert policy.revise(run, "unknown").answer.endswith("[chunk Ermengarde of Tours#0]")
+    assert policy.revise(run, "nothing yet").answer.endswith("[chunk Ermengarde of Tours#0]")
+    # a refusal is an answer: held once like a placeholder (on_answer), it stands at the end, never the closest sentence
+    assert policy.revise(run, "unknown") == Revised("unknown")
+    assert policy.revise(run, "The documents do not say.") == Revised("The documents do not say.")
 
 
 def test_closest_sentence_names_the_read_sentence_nearest_the_question(hippo_index: Index) -> None:

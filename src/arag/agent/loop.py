@@ -113,8 +113,17 @@ class Agent:
             "arag.index.generation": self.index.manifest.generation,
         }
         trace = QuestionTrace(question, attributes, self.trace_parent)
+        earlier = [(turn.question, turn.result.answer) for turn in conversation.turns] if conversation else []
         run = RunState(
-            question, self.system_message, toolkit, self.settings, self._observation, self.on_step, history, trace
+            question,
+            self.system_message,
+            toolkit,
+            self.settings,
+            self._observation,
+            self.on_step,
+            history,
+            trace,
+            earlier,
         )
         harness = self.bundle.harness()  # a policy's state is one question's
         start = harness.start(run)

@@ -89,8 +89,10 @@ class RunState:
         on_step: Callable[[Step], None] | None = None,
         history: list[dict[str, Any]] | None = None,
         trace: QuestionTrace | None = None,
+        earlier: list[tuple[str, str]] | None = None,
     ) -> None:
         self.question, self.toolkit, self.settings = question, toolkit, settings
+        self.earlier = list(earlier or [])  # a conversation's earlier questions and their answers, oldest first
         self.trace = trace or QuestionTrace(question, {})  # spans of the question (arag.tracing; off: no-ops)
         self._history = len(history or [])  # a conversation's earlier turns come before the question
         self.messages: list[dict[str, Any]] = [

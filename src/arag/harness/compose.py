@@ -32,7 +32,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     # The first policy to hold an answer decides; the ones after it are not asked, so each keeps its one hold for a
     # later answer. plan first: an answer before the plan's searches is the commonest early answer; option_check
     # held before grounded_answer while it was in the default (measured so, docs/results.md "option_check").
-    "hold": ("plan", "read_before_answer", "option_check", "grounded_answer", "supported_answer"),
+    "hold": ("plan", "read_before_answer", "option_check", "evidence_ledger", "grounded_answer", "supported_answer"),
     # The first outcome for a repeated call decides: an answer held back by the plan stands; else the search's
     # unread hits are read instead; else the other search tool is offered; stall_answer counts the refusal left.
     "repeat": ("plan", "repeat_reads", "switch_search", "stall_answer"),
@@ -40,8 +40,9 @@ ORDER: dict[str, tuple[str, ...]] = {
     # that common_keywords kept, and adds to its header.
     "edit": ("common_keywords", "shorter_keywords"),
     # Answer revisions apply in turn: an answer cut to its cap keeps its whole sentences, then its citations are
-    # mended (or the closest sentence read stands in for a placeholder).
-    "revise": ("short_answer", "grounded_answer"),
+    # mended (or the closest sentence read stands in for a placeholder); last, the evidence ledger turns a refusal
+    # into "Not in the documents (searched for: …)" and cites the chunk read that holds the answer.
+    "revise": ("short_answer", "grounded_answer", "evidence_ledger"),
     # Notes follow a result in this order (they never meet today: closest_sentence notes reads, same_name searches).
     "note": ("closest_sentence", "same_name"),
     # Opening calls are made, start messages said and rereads asked in this order.

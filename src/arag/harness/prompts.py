@@ -15,7 +15,7 @@ from arag.harness.grammar import THOUGHT
 FINAL = (
     "Stop searching now. Give the final answer in a few words (a name, a date, a number, or yes/no), then the "
     "ids of the chunks it comes from, like: Paris [chunk Paris#0]. Do not describe the chunks. If the text "
-    'above does not contain the answer, give your best guess, never "nothing yet" or "unknown".'
+    'above does not contain the answer, answer: Not in the documents. Never "nothing yet".'
 )
 # the free note of the worked example when no policy asks for a note of its own
 THOUGHT_EXAMPLE = replace(

@@ -5,6 +5,7 @@ keyword is."""
 from __future__ import annotations
 
 import math
+import re
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from arag.harness.text import asks_a_question
 from arag.harness.view import CompactPresenter, QuestionScores
 from arag.index import Index
 from arag.store import ChunkRecord
+from arag.text import normalize_answer
 from arag.tools.arguments import safe_arguments
 from arag.tools.toolkit import ToolCall, Toolkit
 
@@ -104,3 +106,46 @@ def common_keyword(index: Index, keyword: str, share: float) -> bool:
     """Whether ``keyword`` is in more than ``share`` of the chunks (and in more than MIN_COMMON_CHUNKS)."""
     limit = max(MIN_COMMON_CHUNKS, math.ceil(share * index.store.n_chunks))
     return index.keyword_chunk_count(keyword, limit + 1) > limit
+
+
+def naming(run: RunView, name: str, limit: int = 5) -> list[str]:
+    """Up to ``limit`` chunks, within the run's scope, whose text names ``name`` (case, punctuation and articles
+    aside), best keyword hits first: the keyword search for the name, else for its rarest word (a title written
+    with other punctuation, "Love & Death" for "Love and Death"), its hits checked for the whole name."""
+    index, scope = run.toolkit.index, run.toolkit.scope
+    wanted = f" {normalize_answer(name)} "
+    if not wanted.strip():
+        return []
+    words = [w for w in re.findall(r"\w+", name) if len(w) >= 3]
+    rarest = min(words, key=lambda w: (index.keyword_chunk_count(w, 1000), -len(w))) if words else None
+    found: list[str] = []
+    for keyword, top_k in ((name, limit), (rarest, 100)):
+        if keyword is None:
+            continue
+        hits = index.keyword_search([keyword], top_k, scope)
+        records, _ = index.read([h.chunk_id for h in hits], scope)
+        found += [r.chunk_id for r in records if wanted in f" {normalize_answer(r.text)} " and r.chunk_id not in found]
+        if found:
+            break
+    return found[:limit]
+
+
+def read_text_names(run: RunView, name: str) -> bool:
+    """Whether a chunk read for this question names ``name`` (case, punctuation and articles aside)."""
+    wanted = f" {normalize_answer(name)} "
+    records, _ = run.toolkit.index.read(run.read_this_question())
+    return any(wanted in f" {normalize_answer(r.text)} " for r in records)
+
+
+def searched_for(run: RunView) -> list[str]:
+    """What this question's searches looked for, in order: each keyword search's keywords, each semantic search's
+    query."""
+    names = run.toolkit.names
+    found: list[str] = []
+    for step in run.trajectory:
+        if step.tool == names["keyword_search"]:
+            keywords = step.arguments.get("keywords")
+            found += [str(k) for k in keywords] if isinstance(keywords, list) else [str(keywords)]
+        elif step.tool == names["semantic_search"]:
+            found.append(str(step.arguments.get("query", "")))
+    return list(dict.fromkeys(f for f in found if f.strip()))

@@ -5,9 +5,10 @@ that no policy imports another."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from arag.citations import CITED, without_citations
-from arag.text import normalize_answer
+from arag.text import normalize_answer, says_not_found
 from arag.verification import key_terms
 
 # Naive RAG's instruction (arag.eval.methods), and the reread's (phrase_answer): an answer read off a text
@@ -120,3 +121,109 @@ def whole_sentences(answer: str, cap: int) -> str:
         return answer[: ends[-1]].strip()
     words = answer.rsplit(" ", 1)[0] if " " in answer.strip() else answer
     return words.rstrip(" ,;:") + " …"
+
+
+# a capitalised phrase of a question: a name ("Maurice, Prince of Orange's" gives "Maurice" and "Prince of Orange")
+_NAME = re.compile(r"\b[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|la|le|von|van|der|du|da|di)?\s*[A-Z0-9][\w'’.&-]*)*")
+_QUESTION_WORDS = frozenset(
+    [
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "which",
+        "why",
+        "how",
+        "is",
+        "are",
+        "was",
+        "were",
+        "did",
+        "do",
+        "does",
+        "can",
+        "could",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "should",
+        "in",
+        "on",
+        "at",
+        "for",
+        "of",
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "if",
+        "name",
+        "tell",
+        "give",
+        "list",
+        "describe",
+        "explain",
+        "summarize",
+        "summarise",
+        "please",
+        "show",
+        "find",
+        "compare",
+    ]
+)
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Ek Hi Bhool (1940 Film)": the title is "Ek Hi Bhool"
+# where a question asks a second thing: "How long is the flight, and who leads the team?"
+_SECOND_PART = re.compile(r",?\s+and\s+(?=(?:who|whom|whose|what|when|where|which|why|how)\b)", re.I)
+
+
+def question_names(question: str) -> list[str]:
+    """What a question names and its answer depends on: the two options of an either-or question, else its
+    capitalised phrases (names, titles), each without a possessive "'s" and a trailing "(…)" qualifier; words of a
+    question ("Which", "When") are not names."""
+    options = choice_options(question)
+    found = options or _NAME.findall(question.removeprefix("Question:").strip())
+    names: list[str] = []
+    for name in found:
+        name = _QUALIFIER.sub("", re.sub(r"['’]s?$", "", name.strip(" ,.?!:;\"'"))).strip()
+        words = name.split()
+        while words and words[0].lower() in _QUESTION_WORDS and not options:
+            words = words[1:]
+        name = " ".join(words)
+        if len(name) >= 3 and name not in names:
+            names.append(name)
+    return names
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question that asks two things ("How long is the flight, and who leads the team?" → "How long
+    is the flight", "who leads the team"); a question that asks one thing is one part."""
+    text = question.removeprefix("Question:").strip()
+    parts = [p.strip(" ,?") for p in _SECOND_PART.split(text)]
+    return [p for p in parts if p] if len(parts) > 1 else [text]
+
+
+# words that point back to something an earlier question or answer named ("Who leads it?", "When did she die?")
+_POINTS_BACK = re.compile(
+    r"\b(?:it|its|they|them|their|he|him|his|she|her|hers|there|that one|this one|the same)\b"
+    r"|\b(?:that|this|these|those)\s+(?!is\b|was\b|are\b|were\b)\w+",
+    re.I,
+)
+
+
+def standalone(question: str, earlier: Sequence[tuple[str, str]]) -> str:
+    """A follow-up that points back ("Who leads it?") with what the latest earlier turn was about — its question's
+    names and its answer — in parentheses, as a search can use it; any other question as it is."""
+    if not earlier or not _POINTS_BACK.search(question):
+        return question
+    asked, answered = earlier[-1]
+    answer = without_citations(answered).strip()
+    context = [*question_names(asked)]
+    if answer and not says_not_found(answer):
+        context.append(answer)
+    context = [c for c in dict.fromkeys(context) if c.lower() not in question.lower()]
+    return f"{question} ({'; '.join(context)})" if context else question

@@ -9,6 +9,7 @@ from arag.harness.contract import Hold, Policy, Revised, RunView
 from arag.harness.reads import closest_sentences
 from arag.harness.registry import register
 from arag.harness.text import says_nothing, yes_no_question
+from arag.text import says_not_found
 
 NOT_AN_ANSWER = (
     '"{answer}" is not an answer. Give the answer that the text you read supports, in a few words, with [chunk ID]; '
@@ -21,8 +22,9 @@ class GroundedAnswer(Policy):
     """A 1.5B model answered "nothing yet" (the note's placeholder), "unknown" or "yes/no", and cited chunks by ids
     it garbled ("Medical#125#0" for "Medical#125"). An answer that says nothing is held once with the advice to
     answer from what was read; at the step limit, or the second time, the loop answers instead with the sentence
-    read that is closest to the question (recorded as such: ``answer_from``). A citation of a chunk the run was
-    not shown is mended to the chunk it garbles, or left out."""
+    read that is closest to the question (recorded as such: ``answer_from``) — unless it says the documents do not
+    hold the answer ("unknown", "not in the documents"): held once like a placeholder, it then stands. A citation
+    of a chunk the run was not shown is mended to the chunk it garbles, or left out."""
 
     name = "grounded_answer"
     summary = 'no answer is a placeholder ("nothing yet"): held once, else the closest sentence read; citations mended'
@@ -37,6 +39,8 @@ class GroundedAnswer(Policy):
             self.acted()
         if not says_nothing(mended, self.yes_no) or (run.stop_reason is None and not self.held):
             return Revised(mended)  # an answer, or one the model gets another chance at (on_answer)
+        if says_not_found(mended):
+            return Revised(mended)  # a refusal held once (searched again) stands: the documents may not hold it
         last = run.last_search
         closest = closest_sentences(run, sorted(run.read_ids)) or closest_sentences(
             run, list(last.hits) if last else []

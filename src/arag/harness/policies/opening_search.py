@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from arag.harness.contract import Policy, RunView
 from arag.harness.registry import register
+from arag.harness.text import standalone
 from arag.tools.toolkit import ToolCall
 
 
@@ -16,13 +17,18 @@ class OpeningSearch(Policy):
     every chunk does. The loop makes that search for the model, as a step of its own that takes none of the model's
     steps, and the model goes on from its result. A question that names a document (a Wikipedia title, as most 2Wiki
     questions do) is left to the model, whose keyword search for the name finds that document: searched for it by
-    meaning, the model answered the first hop of two-hop questions (figures: docs/results.md, agent policies)."""
+    meaning, the model answered the first hop of two-hop questions (figures: docs/results.md, agent policies).
+    A follow-up in a conversation that points back ("Who leads it?") is searched with what the earlier turn was
+    about (its names and answer, ``harness.text.standalone``), names or not: its own words do not say what "it" is."""
 
     name = "opening_search"
     summary = "the loop first searches the question itself by meaning; the model starts from those hits"
 
     def opening(self, run: RunView) -> ToolCall | None:
-        if "semantic_search" not in run.toolkit.enabled or run.toolkit.index.titles_named_in(run.question):
+        if "semantic_search" not in run.toolkit.enabled:
+            return None
+        query = standalone(run.question, run.earlier)
+        if query == run.question and run.toolkit.index.titles_named_in(run.question):
             return None
         self.acted()
-        return ToolCall(run.toolkit.names["semantic_search"], {"query": run.question})
+        return ToolCall(run.toolkit.names["semantic_search"], {"query": query})

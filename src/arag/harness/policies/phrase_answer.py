@@ -19,7 +19,7 @@ from arag.harness.text import (
     whole_sentences,
     yes_no_question,
 )
-from arag.text import normalize_answer
+from arag.text import normalize_answer, says_not_found
 
 PHRASE_ANSWER = SHORT_PHRASE + " Use the text read."
 PHRASE_ANSWER_TEXT = "Text read:\n{text}\n\nQuestion: {question}"
@@ -73,6 +73,8 @@ class PhraseAnswer(Policy):
     def reread(self, run: RunView, answer: str) -> Reread | None:
         if choice_options(run.question) or yes_no_question(run.question):
             return None  # its answer is one of the question's options, or yes or no: a phrase already
+        if says_not_found(answer):
+            return None  # a refusal is not a sentence to read a phrase off
         read = run.read_this_question()
         sentence = len(without_citations(answer).split()) >= self.config.min_words
         if not read or not (sentence or restates_question(answer, run.question)):
