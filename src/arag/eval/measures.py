@@ -114,26 +114,31 @@ def answer_holder(
     return holds
 
 
+def scores(record: dict[str, Any]) -> dict[str, float | None]:
+    """The record's 0/1 score on each measure it bears on (None: not this measure's question)."""
+    absent = bool(record.get("absent"))
+    right = None if absent else correct(record)
+    citations = record.get("citations") if isinstance(record.get("citations"), dict) else None
+    return {
+        "answerable": right,
+        "multi_hop": right if is_multi_hop(record) else None,
+        "absent_said": float(refused(record)) if absent else None,
+        "false_refusals": None if absent else float(refused(record)),
+        "cites_evidence": float(bool(citations.get("holding"))) if citations is not None and right == 1.0 else None,
+        "unshown_cited": float(bool(citations.get("unshown"))) if citations is not None else None,
+        "own_answers": float(_own(record)),
+        "stalled": float(record.get("stop_reason") == "stalled"),
+    }
+
+
 def measures(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Every measure of the module's table over ``records``, each as an Estimate's dict (value, interval, n)."""
-    answerable = [r for r in records if not r.get("absent")]
-    absent = [r for r in records if r.get("absent")]
-    right = [r for r in answerable if correct(r) == 1.0]
-    with_citations = [r for r in records if isinstance(r.get("citations"), dict)]
+    scored = [scores(r) for r in records]
+    out: dict[str, Any] = {}
+    for name in MEASURES:
+        estimate = accuracy([s[name] for s in scored])
+        out[name] = estimate.to_dict() if estimate.n else None
     latencies = [float(r["latency_s"]) for r in records if r.get("latency_s") is not None]
-    estimates: dict[str, Estimate] = {
-        "answerable": accuracy([correct(r) for r in answerable]),
-        "multi_hop": accuracy([correct(r) for r in answerable if is_multi_hop(r)]),
-        "absent_said": accuracy([float(refused(r)) for r in absent]),
-        "false_refusals": accuracy([float(refused(r)) for r in answerable]),
-        "cites_evidence": accuracy(
-            [float(bool(r["citations"].get("holding"))) for r in right if isinstance(r.get("citations"), dict)]
-        ),
-        "unshown_cited": accuracy([float(bool(r["citations"].get("unshown"))) for r in with_citations]),
-        "own_answers": accuracy([float(_own(r)) for r in records]),
-        "stalled": accuracy([float(r.get("stop_reason") == "stalled") for r in records]),
-    }
-    out: dict[str, Any] = {name: estimates[name].to_dict() if estimates[name].n else None for name in MEASURES}
     out["latency_p50_s"] = statistics.median(latencies) if latencies else None
     return out
 

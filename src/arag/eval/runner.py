@@ -184,6 +184,26 @@ class GoldChunks:
         return sum(1 for chunks in gold if chunks & seen) / len(gold)
 
 
+def cited_evidence(
+    index: Index,
+    gold: GoldChunks,
+    key_terms: KeyTerms | None,
+    question: Question,
+    prediction: str,
+    shown: list[str],
+) -> dict[str, list[str]]:
+    """What an answer cites (arag.eval.measures.citation_record): the chunks cited, those never ``shown``, and those
+    holding the answer (a gold passage's chunk, the key terms, or a gold answer in its text)."""
+    gold_chunks = set().union(*gold.gold_sets(question))
+    scorer = (lambda text: key_terms.score(question.id, text)) if key_terms is not None else None
+    return citation_record(
+        prediction,
+        set(shown),
+        lambda ids: {r.chunk_id: r.text for r in index.read(ids)[0]},
+        answer_holder(question.answers, gold_chunks, scorer),
+    )
+
+
 def load_judge_prompt(path: Path | None) -> str:
     """The judge prompt template: the packaged one, or a file (e.g. the authors' own, by path)."""
     if path is None:
@@ -423,14 +443,7 @@ def run_eval(
             output, error = MethodOutput("", "error"), str(exc)
         except Exception as exc:  # one question's failure, whatever it is, must not end the run
             output, error = MethodOutput("", "error"), f"{type(exc).__name__}: {exc}"
-        gold_chunks = set().union(*gold.gold_sets(question))
-        scorer = (lambda text: key_terms.score(question.id, text)) if key_terms is not None else None
-        citations = citation_record(
-            output.prediction,
-            set(output.retrieved_chunks),
-            lambda ids: {r.chunk_id: r.text for r in index.read(ids)[0]},
-            answer_holder(question.answers, gold_chunks, scorer),
-        )
+        citations = cited_evidence(index, gold, key_terms, question, output.prediction, output.retrieved_chunks)
         record: dict[str, Any] = {
             "id": question.id,
             "question": question.question,
