@@ -272,11 +272,18 @@ class DatasetChoice:
     ) -> list[Question]:
         """The questions a run answers: sampled (``limit``, ``seed``, the type), the first ``first`` of them, and of
         those the ones in the ids file."""
-        questions = select_questions(dataset.questions, limit, seed, self.question_type)[:first]
-        if self.ids_file is not None:
-            wanted = read_ids_file(self.ids_file)
-            questions = [q for q in questions if q.id in wanted]
-        return questions
+        return self.of_ids(self.selected(dataset, limit, seed, first))
+
+    def selected(self, dataset: Dataset, limit: int | None, seed: int | None, first: int | None) -> list[Question]:
+        """The questions sampled (``limit``, ``seed``, the type), the first ``first`` of them."""
+        return select_questions(dataset.questions, limit, seed, self.question_type)[:first]
+
+    def of_ids(self, questions: list[Question]) -> list[Question]:
+        """Of ``questions``, the ones in the ids file (all without one)."""
+        if self.ids_file is None:
+            return questions
+        wanted = read_ids_file(self.ids_file)
+        return [q for q in questions if q.id in wanted]
 
 
 def run_method(
@@ -309,8 +316,10 @@ def run_method(
     if choice.absent:
         from arag.eval.absent import absent_corpus
 
-        absent = absent_corpus(dataset, questions, key_terms)
-        dataset, questions = absent.dataset, absent.dataset.questions
+        # the evidence of every question selected is taken out, the ids file only picks which are asked: a run of
+        # some of them asks over the same corpus as a run of all
+        absent = absent_corpus(dataset, choice.selected(dataset, limit, seed, first), key_terms)
+        dataset, questions = absent.dataset, choice.of_ids(absent.dataset.questions)
         if not questions:
             raise ConfigError("none of the selected questions stays absent once its evidence is taken out")
     judge_prompt = load_judge_prompt(settings.eval.judge_prompt_file)

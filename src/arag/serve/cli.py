@@ -1157,7 +1157,8 @@ AbsentOpt = Annotated[
         "--absent",
         help="Ask the selected questions over the corpus with their evidence taken out (gold passages; key terms' "
         'sentences): the right answer is "not in the documents". Questions whose answer stays in the corpus are '
-        "left out, with the reason, in the run's config.",
+        "left out, with the reason, in the run's config. The evidence of every question selected is taken out; "
+        "--ids-file only picks which are asked.",
     ),
 ]
 SystemPromptOpt = Annotated[
