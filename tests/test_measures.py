@@ -176,3 +176,20 @@ def test_eval_run_absent_records_refusals_and_made_up_answers(tmp_path: Path, se
     tags = [json.loads(line)["tag"] for line in (out / "analysis.jsonl").read_text().splitlines()]
     assert tags == ["correct"] + ["made_up"] * (len(records) - 1)
     assert "absent_said" in analysis.stdout
+
+
+def test_an_absent_run_of_some_ids_asks_over_the_corpus_of_a_run_of_all(tmp_path: Path, server: ScriptedServer) -> None:  # noqa: F811
+    server.default = completion("Not in the documents.")
+    dataset, cache = str(DATASETS / "hippo-mini"), tmp_path / "cache"
+    every, some = tmp_path / "every", tmp_path / "some"
+    ids = tmp_path / "ids.txt"
+    ids.write_text("q1\n")
+    for out, extra in ((every, []), (some, ["--ids-file", str(ids)])):
+        proc = run_cli(
+            "eval", "run", "--dataset", dataset, "--method", "direct", "--absent", "--out", str(out), *extra,
+            server=server, cache=cache,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads((out / "config.json").read_text()) for out in (every, some))
+    assert first["corpus_file"] == second["corpus_file"] and first["absent"] == second["absent"]
+    assert second["question_ids"] == ["q1"] and "q1" in first["question_ids"]
