@@ -131,9 +131,10 @@ def naming(run: RunView, name: str, limit: int = 5) -> list[str]:
 
 
 def read_text_names(run: RunView, name: str) -> bool:
-    """Whether a chunk read for this question names ``name`` (case, punctuation and articles aside)."""
+    """Whether a chunk read (for this question, or an earlier one of its conversation) names ``name`` (case,
+    punctuation and articles aside)."""
     wanted = f" {normalize_answer(name)} "
-    records, _ = run.toolkit.index.read(run.read_this_question())
+    records, _ = run.toolkit.index.read(sorted(run.read_ids))
     return any(wanted in f" {normalize_answer(r.text)} " for r in records)
 
 

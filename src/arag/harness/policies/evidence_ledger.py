@@ -67,6 +67,8 @@ class EvidenceLedger(Policy):
                 continue
             self.held.add(name)
             unread = [c for c in naming(run, name) if c not in run.read_ids]
+            if not unread:  # every chunk that names it was read (it names it only as a part of a word): nothing to show
+                continue
             self.acted()
             return Hold(NAME_NOT_READ.format(name=name), read=unread[:1], why="a name of the question not read yet")
         if len(self.parts) > 1 and "parts" not in self.held and not says_not_found(answer):
