@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,9 @@ def table(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], n
         lines.append(f"| {name} | {cell(accuracy(list(first.values())))} | {cell(accuracy(list(second.values())))} | "
                      f"{shown} |")  # fmt: skip
     for label, side in (("before", before), ("after", after)):
-        latencies = sorted(float(side[k]["latency_s"]) for k in shared if side[k].get("latency_s") is not None)
+        latencies = [float(side[k]["latency_s"]) for k in shared if side[k].get("latency_s") is not None]
         if latencies:
-            lines.append(f"| p50 s ({label}) | {latencies[len(latencies) // 2]:.1f} | | |")
+            lines.append(f"| p50 s ({label}) | {statistics.median(latencies):.1f} | | |")
     if naive is not None:
         multi = [k for k in shared if per_after[k]["multi_hop"] is not None and k in naive]
         first = {k: scores(naive[k])["multi_hop"] for k in multi}

@@ -125,6 +125,8 @@ def whole_sentences(answer: str, cap: int) -> str:
 
 # a capitalised phrase of a question: a name ("Maurice, Prince of Orange's" gives "Maurice" and "Prince of Orange")
 _NAME = re.compile(r"\b[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|la|le|von|van|der|du|da|di)?\s*[A-Z0-9][\w'’.&-]*)*")
+# words that open a question or a request, dropped from the front of a capitalised phrase; not
+# arag.verification.STOPWORDS, which would also strip a title's first word ("After Earth", "Over the Top")
 _QUESTION_WORDS = frozenset(
     [
         "who",
