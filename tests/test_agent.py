@@ -24,7 +24,8 @@ from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from arag.tools.toolkit import Toolkit
 from conftest import FIXTURES
-from scripted_server import ScriptedServer, completion, tool_call
+from support.agents import local_json_agent
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
 SHORT_ANSWER_CHARS = ShortAnswerSettings().max_chars
@@ -298,18 +299,6 @@ def read_enum(request: dict[str, object]) -> list[str] | None:
         if "chunk_read" in variant["properties"]:
             return list(variant["properties"]["chunk_read"]["items"]["enum"])
     return None
-
-
-def local_json_agent(index: Index, server: ScriptedServer, max_steps: int, **settings: object) -> Agent:
-    """The agent as the embedded model gets it: compact profile, constrained JSON actions."""
-    model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    # the levers these tests are about; title reads (a hit titled as a keyword shown read) have their own tests
-    view = {"search_hits": 3, "title_reads": False, **settings.pop("view", {})}  # type: ignore[dict-item]
-    # the loop's opening search and the evidence ledger's holds and citations have their own tests: these script the
-    # model's searches from the first action, and its answers as they stand
-    policies = ["-opening_search", "-evidence_ledger", *settings.pop("policies", [])]  # type: ignore[misc]
-    settings = {"action_mode": "flat-json", "policies": policies, **settings}
-    return Agent(index, model, AgentSettings(max_steps=max_steps, view=view, **settings), json_actions=True)  # type: ignore[arg-type]
 
 
 def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:

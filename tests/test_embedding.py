@@ -12,7 +12,7 @@ from arag.errors import EmbedderError
 from arag.index import Index
 from arag.settings import IndexSettings
 from conftest import FIXTURES
-from scripted_server import ScriptedServer
+from support.scripted_server import ScriptedServer
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_unknown_embedder_and_mismatched_query_embedder(tmp_path: Path) -> None:
         index.semantic_search("anything", 1)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_default_minilm_offline_and_verified() -> None:
     embedder = load_embedder("sentence-transformers/all-MiniLM-L6-v2", threads=2)
     from arag.embedding.bert_int8 import RECIPE
@@ -82,7 +82,7 @@ def test_default_minilm_offline_and_verified() -> None:
     assert np.allclose(embedder.embed_query("A cat sat on the mat."), vectors[0], atol=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_minilm_float32_is_the_same_model_in_float32_arithmetic() -> None:
     int8, float32 = load_embedder("minilm", threads=1), load_embedder("minilm-f32", threads=1)
     assert float32.fingerprint != int8.fingerprint and float32.fingerprint.endswith("+f32")
@@ -92,7 +92,7 @@ def test_minilm_float32_is_the_same_model_in_float32_arithmetic() -> None:
     assert np.allclose(float32.embed_documents(texts[:1]), b[:1], atol=1e-5)  # batch-independent
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_built_encoder_is_cached_verified_and_rebuilt_when_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,8 @@ from arag.eval.datasets import load_dataset
 from arag.eval.methods import METHODS
 from arag.eval.metrics import contain_acc, exact_match, normalize_answer, parse_judgement, token_f1
 from conftest import FIXTURES
-from scripted_server import ScriptedServer, completion, tool_call
+from support.eval_cli import cli_env, run_cli
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 DATASETS = FIXTURES / "datasets"
 
@@ -75,29 +76,6 @@ def server() -> Iterator[ScriptedServer]:
     scripted = ScriptedServer()
     yield scripted
     scripted.close()
-
-
-def cli_env(server: ScriptedServer, cache: Path) -> dict[str, str]:
-    return {
-        "PATH": "/usr/bin:/bin",
-        "ARAG_BASE_URL": server.base_url,
-        "ARAG_API_KEY": "k",
-        "ARAG_MODEL": "gpt-4o-mini",
-        "ARAG_CACHE_DIR": str(cache),
-        "ARAG_INDEX__EMBEDDER": "fake",
-    }
-
-
-def run_cli(
-    *args: str, server: ScriptedServer, cache: Path, timeout: float = 300, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arag", *args],
-        capture_output=True,
-        text=True,
-        env={**cli_env(server, cache), **(extra_env or {})},
-        timeout=timeout,
-    )
 
 
 def run_eval(

@@ -268,7 +268,7 @@ def test_inverted_file_probes_lists_and_scores_exactly(tmp_path: Path, dtype: st
     assert agree / (10 * len(queries)) >= 0.8  # a fifth of the lists finds most of the true top 10
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_ivf_build_and_onnx_embedder_share_a_process() -> None:
     """faiss (k-means at build time) and onnxruntime bundle their own thread runtimes; both import orders
     must work in one process (another ANN library crashed the interpreter in one order)."""

@@ -24,21 +24,8 @@ from arag.models.endpoint import ChatModel, parse_completion
 from arag.settings import AgentSettings, LLMSettings
 from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from conftest import FUZZ_SCALE
-from scripted_server import Drip, Hang, Raw, ScriptedServer, completion
-
-# JSON-like values with the awkward parts: lone surrogates, huge integers, deep nesting, odd floats.
-texts = st.text(alphabet=st.characters(codec=None, blacklist_categories=()), max_size=40) | st.sampled_from(
-    ["\ud800", "a\udfffb", "", "   ", "Lothair II", "x" * 3000, "chunk 12", "[Waldrada#0]", '"', "\\", "\x00"]
-)
-numbers = (
-    st.integers()
-    | st.sampled_from([10**4000, -(10**4000), 0, -1, 2**63, 10**18 + 1])
-    | st.floats(allow_nan=True, allow_infinity=True)
-)
-scalars = st.none() | st.booleans() | numbers | texts
-json_values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=12
-)
+from support.scripted_server import Drip, Hang, Raw, ScriptedServer, completion
+from support.strategies import json_values, numbers, texts
 
 
 def _nested(depth: int) -> str:

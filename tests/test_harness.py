@@ -28,9 +28,9 @@ from arag.index import Index
 from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
 from conftest import FIXTURES, fake_settings
-from random_model import RandomModel, varied_corpus
-from scripted_server import ScriptedServer
-from test_eval import run_cli
+from support.eval_cli import run_cli
+from support.random_model import RandomModel, varied_corpus
+from support.scripted_server import ScriptedServer
 
 SRC = Path(arag.__file__).parent
 CORE = [*sorted((SRC / "agent").rglob("*.py")), *sorted((SRC / "tools").rglob("*.py"))]

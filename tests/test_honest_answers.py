@@ -19,7 +19,7 @@ from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from arag.text import NOT_IN_DOCUMENTS
-from scripted_server import ScriptedServer, completion, tool_call
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 @pytest.fixture

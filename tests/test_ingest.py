@@ -15,6 +15,7 @@ from arag.corpus.readers import read_source
 from arag.errors import IngestError
 from arag.index import Index
 from conftest import FIXTURES, fake_settings
+from support.indexing import SLOW_INDEXER
 
 
 def minimal_pdf(text: str) -> bytes:
@@ -147,29 +148,6 @@ def test_incompatible_settings_need_rebuild(tmp_path: Path) -> None:
     with pytest.raises(IndexFormatError, match="--rebuild"):
         build_index([FIXTURES / "guide.md"], tmp_path / "idx", fake_settings(vector_dtype="i8"))
     build_index([FIXTURES / "guide.md"], tmp_path / "idx", fake_settings(vector_dtype="i8"), rebuild=True)
-
-
-SLOW_INDEXER = """
-import sys, time
-from pathlib import Path
-from arag.embedding.embedders import FakeEmbedder
-from arag.corpus.build import build_index
-from arag.settings import IndexSettings
-
-class Slow(FakeEmbedder):
-    def embed_documents(self, texts, progress=None):
-        out = []
-        for t in texts:
-            print("embedding", flush=True)
-            time.sleep(0.02)
-            out.append(super().embed_documents([t])[0])
-        import numpy as np
-        return np.stack(out)
-
-build_index([Path(sys.argv[1])], Path(sys.argv[2]), IndexSettings(embedder="fake", threads=1), embedder=Slow(),
-            sync=sys.argv[3:] == ["--sync"])
-print("done", flush=True)
-"""
 
 
 def test_kill_during_index_leaves_previous_index_openable(tmp_path: Path) -> None:

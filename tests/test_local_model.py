@@ -17,7 +17,7 @@ from arag.agent import STOP_REASONS
 from conftest import FIXTURES
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_local_model_answers_over_indexed_fixture(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ARAG_", "OPENAI_"))}
     env["ARAG_CACHE_DIR"] = str(tmp_path / "cache")

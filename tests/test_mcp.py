@@ -20,7 +20,7 @@ from arag.corpus.build import build_index
 from arag.index import Index
 from arag.tools.toolkit import Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
-from test_faults import json_values
+from support.strategies import json_values
 
 
 def test_mcp_round_trip(tmp_path: Path) -> None:

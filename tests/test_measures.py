@@ -18,8 +18,8 @@ from arag.eval.measures import answer_holder, citation_record, correct, is_multi
 from arag.eval.metrics import KeyTerms
 from arag.text import normalize_answer, says_not_found
 from conftest import FIXTURES
-from scripted_server import ScriptedServer, completion, tool_call
-from test_eval import run_cli, server  # noqa: F401 - the scripted server fixture
+from support.eval_cli import run_cli
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 DATASETS = FIXTURES / "datasets"
 MEDICAL = DATASETS / "medical-mini"
@@ -150,7 +150,7 @@ def test_a_refusal_is_never_a_right_answer_and_key_terms_score_first() -> None:
     assert is_multi_hop({"type": "3hop1"}) and not is_multi_hop({"type": "comparison"})
 
 
-def test_eval_run_absent_records_refusals_and_made_up_answers(tmp_path: Path, server: ScriptedServer) -> None:  # noqa: F811
+def test_eval_run_absent_records_refusals_and_made_up_answers(tmp_path: Path, server: ScriptedServer) -> None:
     search = completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair II"]})])
     server.replies = [search, completion("Not in the documents: I searched for Lothair II.")]
     server.default = completion("20 March 851")  # the other absent questions: a made-up answer
@@ -178,7 +178,7 @@ def test_eval_run_absent_records_refusals_and_made_up_answers(tmp_path: Path, se
     assert "absent_said" in analysis.stdout
 
 
-def test_an_absent_run_of_some_ids_asks_over_the_corpus_of_a_run_of_all(tmp_path: Path, server: ScriptedServer) -> None:  # noqa: F811
+def test_an_absent_run_of_some_ids_asks_over_the_corpus_of_a_run_of_all(tmp_path: Path, server: ScriptedServer) -> None:
     server.default = completion("Not in the documents.")
     dataset, cache = str(DATASETS / "hippo-mini"), tmp_path / "cache"
     every, some = tmp_path / "every", tmp_path / "some"

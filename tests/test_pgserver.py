@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.postgres  # a tier of its own: -m "not postgres" leaves it out
+
 
 def arag(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "arag", *args], capture_output=True, text=True, timeout=180)

@@ -314,6 +314,21 @@ def test_grounded_answer_holds_a_placeholder_once_then_answers_with_the_closest_
     assert policy.revise(run, "The documents do not say.") == Revised("The documents do not say.")
 
 
+def test_grounded_answer_takes_a_bare_chunk_id_for_no_answer(hippo_index: Index) -> None:
+    from arag.harness.text import says_nothing
+
+    assert says_nothing("Medical#125") and says_nothing("chunk Lothair II#0, Hucbert#0")
+    assert says_nothing("The answer is in Ermengarde of Tours#0.")
+    assert not says_nothing("20 March 851 [chunk Ermengarde of Tours#0]") and not says_nothing("C# 4")
+    run, (policy,) = fake_run(hippo_index, "grounded_answer", question="When did Ermengarde of Tours die?")
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Ermengarde of Tours#0"]})
+    hold = policy.on_answer(run, "Ermengarde of Tours#0")
+    assert isinstance(hold, Hold)  # once: the model may still answer
+    run.stop_reason = "max_steps"
+    instead = policy.revise(run, "Ermengarde of Tours#0")
+    assert instead.source == "the closest sentence read" and instead.answer.endswith("[chunk Ermengarde of Tours#0]")
+
+
 def test_closest_sentence_names_the_read_sentence_nearest_the_question(hippo_index: Index) -> None:
     question = "Where did Ermengarde of Tours marry Lothair I?"
     run, policies = fake_run(hippo_index, "closest_sentence", question=question)

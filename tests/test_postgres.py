@@ -28,7 +28,9 @@ from arag.index import Index
 from arag.store.postgres.store import PgStore
 from arag.tools import Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
-from pg import PgNode, with_params
+from support.pg import PgNode, with_params
+
+pytestmark = pytest.mark.postgres  # a tier of its own: -m "not postgres" leaves it out
 
 CHUNK_TOKENS = 40  # small chunks: documents span several chunks, so neighbours and prev/next are exercised
 

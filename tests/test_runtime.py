@@ -175,14 +175,15 @@ def test_build_pins_its_tools_and_keeps_one_wheel_per_version_options_and_pins(
 ) -> None:
     calls: list[tuple[str, ...]] = []
 
-    def pip(*args: str, env: dict[str, str] | None = None) -> None:
-        calls.append(args)
+    def compile_wheel(command: list[str], env: dict[str, str] | None = None) -> None:
+        calls.append(tuple(command))
         assert env is not None and env["CMAKE_ARGS"] == "-DGGML_AVX512=ON"
-        staging = Path(args[args.index("-w") + 1])
+        assert command[1:4] == ["-m", "pip", "wheel"] and "--no-cache-dir" in command  # keyed by source alone
+        staging = Path(command[command.index("-w") + 1])
         staging.mkdir(parents=True)
         (staging / "xllamacpp-2026.10.11549-cp310-abi3-linux_x86_64.whl").write_bytes(b"wheel")
 
-    monkeypatch.setattr(llama_build, "_pip", pip)
+    monkeypatch.setattr(llama_build, "compile_with_progress", compile_wheel)
     monkeypatch.setattr(llama_build.sys, "prefix", str(tmp_path / "venv"))
     monkeypatch.setattr(llama_build.shutil, "which", lambda tool: f"/usr/bin/{tool}")
     pins = tmp_path / "requirements-build.lock"
@@ -242,3 +243,51 @@ def test_an_unknown_build_mode_is_refused(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setenv("ARAG_LLAMA_BUILD", "fast")
     assert llama_build.main([]) == 2
     assert "auto, native or wheel" in capsys.readouterr().err
+
+
+def test_build_progress_reads_cmakes_percent_lines_and_estimates_what_is_left() -> None:
+    now = [0.0]
+    progress = llama_build.BuildProgress(clock=lambda: now[0])
+    assert progress.left_s() == llama_build.FIRST_BUILD_S  # nothing compiled yet: the first build's time
+    assert not progress.feed("-- The C compiler identification is GNU 12.2.0")
+    now[0] = 60.0
+    assert progress.feed("[ 20%] Building CXX object ggml/src/CMakeFiles/ggml-cpu.dir/ops.cpp.o")
+    assert progress.percent == 20 and progress.left_s() == pytest.approx(240.0)  # 60 s for 20 %: 240 s for 80
+    assert not progress.feed("[ 12%] Building C object …")  # a sub-project's count never moves it back
+    assert progress.line() == "compiling llama.cpp:  20 %, about 4 min 00 s left"
+    now[0] = 300.0
+    assert progress.feed("[100%] Linking CXX shared library libllama.so")
+    assert progress.stage == "linking the bindings" and progress.left_s() == 0.0
+
+
+def test_a_build_shows_its_progress_in_a_log_and_fails_with_its_last_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    script = "for p in range(0, 101, 5): print(f'[{p:3d}%] Building CXX object x{p}.o')"
+    llama_build.compile_with_progress([sys.executable, "-c", script])
+    shown = capsys.readouterr().out.splitlines()
+    # not a terminal: one line per tenth, never a carriage return
+    assert [line.split(":")[1].split("%")[0].strip() for line in shown] == [str(p) for p in range(0, 101, 10)]
+    assert "\r" not in "".join(shown)
+    failing = "print('[ 10%] Building'); print('error: no space left on device'); raise SystemExit(2)"
+    with pytest.raises(RuntimeError, match=r"exit status 2.*no space left on device"):
+        llama_build.compile_with_progress([sys.executable, "-c", failing])
+
+
+@pytest.mark.parametrize(
+    ("flags", "installed", "advised"),
+    [
+        ({"avx2", "avx512f"}, "CPU : AVX2 = 1 |", True),  # the wheel on an AVX-512 CPU: say how to build
+        ({"avx2", "avx512f"}, "CPU : AVX2 = 1 | AVX512 = 1 |", False),  # built already
+        ({"avx2"}, "CPU : AVX2 = 1 |", False),  # nothing to gain
+        ({"avx2", "avx512f"}, "", False),  # no embedded model installed
+    ],
+)
+def test_setup_advises_a_build_only_where_it_helps_and_never_builds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: set[str], installed: str, advised: bool
+) -> None:
+    monkeypatch.delenv("ARAG_LLAMA_BUILD", raising=False)
+    monkeypatch.setattr(llama_build, "this_cpu_flags", lambda: flags | {"avx", "fma", "f16c", "bmi2"})
+    monkeypatch.setattr(llama_build, "_installed_build_info", lambda: installed)
+    monkeypatch.setattr(llama_build, "build", lambda *a, **k: pytest.fail("--advice must not build"))
+    assert llama_build.main(["--advice"]) == 0
+    out = capsys.readouterr().out
+    assert ("bash scripts/setup.sh build" in out) is advised

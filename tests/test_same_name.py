@@ -14,7 +14,7 @@ from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from conftest import fake_run, fake_settings, guarded_call
-from scripted_server import ScriptedServer, completion, tool_call
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 @pytest.fixture(scope="module")

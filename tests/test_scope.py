@@ -18,7 +18,7 @@ from arag.index import Index
 from arag.store import FORMAT_VERSION
 from arag.tools import Toolkit
 from conftest import FIXTURES, fake_settings
-from documents import GUIDELINES_MD, PAGE_HTML, write_pdf
+from support.documents import GUIDELINES_MD, PAGE_HTML, write_pdf
 
 PDF_PAGES = [
     ["Screening overview.", "Colonoscopy is the main screening test."],

@@ -4,7 +4,6 @@ path traversal, and MCP over HTTP. The model is the scripted OpenAI-compatible s
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,41 +11,19 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arag.agent import Agent
 from arag.corpus.build import build_index
 from arag.index import Index
-from arag.models.endpoint import ChatModel
-from arag.serve.http import create_app
-from arag.settings import AgentSettings, IndexSettings, LLMSettings, ServerSettings, Settings
+from arag.settings import IndexSettings, ServerSettings, Settings
 from arag.store import FORMAT_VERSION
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
-from scripted_server import Hang, ScriptedServer, completion, tool_call
-from test_faults import json_values
+from support.live_server import LiveServer, serve
+from support.scripted_server import Hang, ScriptedServer, completion, tool_call
+from support.strategies import json_values
 
 TOKEN = "s3cret-token-0123456789"
-
-
-class LiveServer:
-    """uvicorn serving an app on a free loopback port, in a thread."""
-
-    def __init__(self, app: Any) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-
-    def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +38,6 @@ def llm() -> Iterator[ScriptedServer]:
     scripted = ScriptedServer()
     yield scripted
     scripted.close()
-
-
-def serve(index: Index, llm: ScriptedServer, runs: Path | None = None, **server: Any) -> LiveServer:
-    settings = Settings(server=ServerSettings(**server))
-
-    def agent(max_steps: int | None, served: Index) -> Agent:
-        model = ChatModel(LLMSettings(base_url=llm.base_url, model="gpt-4o-mini", max_retries=0, timeout_s=30))
-        return Agent(served, model, AgentSettings(max_steps=max_steps or 5))
-
-    return LiveServer(create_app(index, settings, runs, agent_factory=agent))
 
 
 @pytest.fixture
@@ -396,7 +363,7 @@ def test_a_conversation_over_http_follows_up_streams_and_is_deleted(live: LiveSe
 
 
 def test_an_idle_conversation_expires(monkeypatch: pytest.MonkeyPatch) -> None:
-    from arag.serve import http
+    from arag.serve.http import conversations as http
 
     clock = [1000.0]
     monkeypatch.setattr(http.time, "monotonic", lambda: clock[0])

@@ -18,8 +18,8 @@ import pytest
 from arag.corpus.build import build_index
 from arag.index import Index
 from conftest import fake_settings
-from pg import PgNode
-from test_ingest import SLOW_INDEXER
+from support.indexing import SLOW_INDEXER
+from support.pg import PgNode
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def node() -> Iterator[PgNode]:
     started.stop()
 
 
-@pytest.fixture(params=["embedded", "postgres"])
+@pytest.fixture(params=["embedded", pytest.param("postgres", marks=pytest.mark.postgres)])
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "embedded":
         return str(tmp_path / "idx")

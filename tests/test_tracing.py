@@ -22,8 +22,8 @@ from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.serve.http import create_app
 from arag.settings import AgentSettings, LLMSettings, Settings
-from scripted_server import ScriptedServer, completion, tool_call
-from test_server import LiveServer
+from support.live_server import LiveServer
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 @pytest.fixture

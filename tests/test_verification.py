@@ -17,7 +17,7 @@ from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from arag.verification import claims_of, key_terms, verify_answer
 from conftest import FUZZ_SCALE, fake_run, guarded_call
-from scripted_server import ScriptedServer, completion, tool_call
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 
 def test_a_claim_the_text_states_is_supported_and_one_it_does_not_is_not(hippo_index: Index) -> None:

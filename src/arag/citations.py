@@ -8,6 +8,7 @@ MIN_SUPPORT it is not named (the chunk is still located)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
@@ -82,7 +83,10 @@ def locate(index: Index, record: ChunkRecord, claim: str | None = None) -> Sourc
         location.pages = [first] if first == last else [first, last]
     headings = recorded.get("headings") or []
     if headings:
-        location.headings = list(_value_at(headings, at) or [])
+        # a sentence's own section; else the section most of the chunk's text is in (a chunk that opens with a
+        # heading's line and goes on under its subheading is in the subheading's section)
+        found = _value_at(headings, at) if location.sentence is not None else _longest_value(headings, len(record.text))
+        location.headings = list(found or [])
     return location
 
 
@@ -156,6 +160,21 @@ def _supporting_sentence(index: Index, record: ChunkRecord, claim: str) -> tuple
         return None
     start, end = spans[best]
     return record.text[start:end].strip(), start, end, round(float(scores[best]), 4)
+
+
+def _longest_value(changes: list[list[Any]], length: int) -> Any:
+    """The value of a ``[[offset, value], …]`` change list that holds the most of ``[0, length)``; the earliest of
+    equals."""
+    spans: dict[str, tuple[int, int, Any]] = {}  # key -> (characters, first offset, value)
+    for i, (start, value) in enumerate(changes):
+        end = changes[i + 1][0] if i + 1 < len(changes) else length
+        size = max(0, min(end, length) - max(start, 0))
+        key = json.dumps(value, sort_keys=True)
+        held, first, _ = spans.get(key, (0, start, value))
+        spans[key] = (held + size, first, value)
+    if not spans:
+        return None
+    return max(spans.values(), key=lambda span: (span[0], -span[1]))[2]
 
 
 def _value_at(changes: list[list[Any]], offset: int) -> Any:

@@ -45,6 +45,8 @@ class IndexReport:
     embedded: int = 0
     reused_vectors: int = 0
     problems: list[Problem] = field(default_factory=list)
+    # without sync: stored documents whose file is gone from a source folder, kept (a sync would remove them)
+    stale: list[str] = field(default_factory=list)
 
 
 def sentence_hash(text: str) -> int:
@@ -124,7 +126,9 @@ def build_index(
         stored = writer.documents()
         if not new_docs and not stored:
             raise _nothing_to_index(report)
-        gone = _gone(sources, stored, report) if sync else set()
+        gone = _gone(sources, stored, report)
+        if not sync:
+            report.stale, gone = sorted(r.doc_id for r in stored if r.source in gone), set()
         plan = _plan(stored, new_docs, report, gone)
         if writer.manifest is not None and not rebuild and _nothing_changed(plan, stored):
             counts = writer.manifest.counts  # no new generation for an index that would stay the same

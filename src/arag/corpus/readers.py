@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -160,15 +161,33 @@ class Source:
     documents: list[Document]
 
 
+def is_index_dir(folder: Path) -> bool:
+    """Whether ``folder`` holds an a-rag index (its manifest): its files are never documents, so an index kept
+    inside the folder it indexes does not index itself."""
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        return False
+    try:
+        head = manifest.read_bytes()[:4096]
+    except OSError:
+        return False
+    return b'"format_version"' in head and b'"embedder"' in head
+
+
 def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
-    """Expand folders (recursively, skipping hidden entries) into files; report what cannot be used."""
+    """Expand folders (recursively, skipping hidden entries and a-rag indexes) into files; report what cannot be
+    used."""
     files: list[Path] = []
     problems: list[Problem] = []
     for path in paths:
         if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                rel = child.relative_to(path)
-                if any(part.startswith(".") for part in rel.parts) or not child.is_file():
+            found: list[Path] = []
+            for root, folders, names in os.walk(path):
+                here = Path(root)
+                folders[:] = [f for f in folders if not f.startswith(".") and not is_index_dir(here / f)]
+                found.extend(here / name for name in names if not name.startswith("."))
+            for child in sorted(found):
+                if not child.is_file():
                     continue
                 if child.suffix.lower() in SUPPORTED_SUFFIXES:
                     files.append(child)

@@ -284,7 +284,7 @@ class Policy:
     own settings class (``agent.policy.NAME``); the loop makes a new instance for every question."""
 
     name: ClassVar[str]
-    summary: ClassVar[str]  # what it does, in one line (the README's table, ``arag policies``)
+    summary: ClassVar[str]  # what it does, in one line (docs/policies.md's table, ``arag policies``)
     Settings: ClassVar[type[BaseModel]] = NoSettings
 
     def __init__(self, config: BaseModel, settings: AgentSettings) -> None:

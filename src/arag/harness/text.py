@@ -102,13 +102,18 @@ def restates_question(answer: str, question: str) -> bool:
     return bool(words) and all(word in asked for word in words)
 
 
+# an answer that is only chunk ids, without the citation's brackets: "Medical#125", "chunk 2wiki#3, 2wiki#4"
+_BARE_IDS = re.compile(r"^(?:\W*(?:chunks?\s*:?\s*)?[^\[\]#\n]{1,120}#\d+[\s\],;.]*)+$", re.I)
+
+
 def says_nothing(answer: str, yes_no: bool = True) -> bool:
-    """Whether an answer, its citations aside, is empty, a placeholder or a refusal; a bare yes or no too, unless
-    the question is a yes/no question."""
+    """Whether an answer, its citations aside, is empty, a placeholder, a refusal or only chunk ids; a bare yes or
+    no too, unless the question is a yes/no question."""
     text = CITED.sub("", answer).strip()
     normalized = normalize_answer(text)
     bare = not yes_no and normalized in ("yes", "no")
-    return not normalized or normalized in PLACEHOLDERS or bare or bool(_REFUSAL.match(text))
+    ids_only = bool(_BARE_IDS.match(text))
+    return not normalized or normalized in PLACEHOLDERS or bare or ids_only or bool(_REFUSAL.match(text))
 
 
 def whole_sentences(answer: str, cap: int) -> str:

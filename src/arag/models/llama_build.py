@@ -3,8 +3,9 @@
 The prebuilt xllamacpp wheel is compiled for AVX2, the widest instruction set every x86-64 machine it targets has.
 On cores with AVX-512 the same xllamacpp version built from its source distribution with AVX-512 (and VNNI, VBMI,
 BF16 where present) processes prompts about 1.5x faster (docs/benchmarks.md): half of a question's time with
-the embedded model. ``scripts/setup.sh`` runs this after installing the locked wheel;
-``ARAG_LLAMA_BUILD=wheel`` keeps the wheel, ``=native`` makes a failed build an error instead of a notice.
+the embedded model. ``bash scripts/setup.sh build`` runs this on request, never before the first answer: the
+prebuilt wheel answers meanwhile (``--advice`` says whether a build would help). ``ARAG_LLAMA_BUILD=wheel`` keeps
+the wheel, ``=native`` makes a failed build an error instead of a notice. The compile shows its progress.
 
 The build is checked before it is kept: a fresh process loads a packaged model on it and generates a few tokens;
 if that fails, the locked wheel is reinstalled. The built wheel is kept in the virtual environment under a key of
@@ -18,10 +19,13 @@ import hashlib
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import MutableMapping
+import time
+from collections import deque
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from types import ModuleType
 
@@ -42,6 +46,10 @@ BASELINE_OPTIONS = {"avx": "GGML_AVX", "avx2": "GGML_AVX2", "fma": "GGML_FMA", "
 FIXED_OPTIONS = ["-DLLAMA_LLGUIDANCE=OFF", "-DLLAMA_BUILD_BORINGSSL=OFF", "-DGGML_NATIVE=OFF"]
 PACKAGE = "xllamacpp"
 SMOKE_TIMEOUT_S = 600
+# what a first build took on 2 cores (docs/models.md), for the estimate shown before the compile has progressed
+FIRST_BUILD_S = 420
+# CMake's progress lines ("[ 45%] Building CXX object …"); after 100 % the Python bindings are compiled
+_PERCENT = re.compile(r"^\s*\[\s*(\d{1,3})%\]")
 
 
 def cpu_flags(cpuinfo: str) -> set[str]:
@@ -116,6 +124,65 @@ def _pip(*args: str, env: dict[str, str] | None = None) -> None:
     subprocess.run([sys.executable, "-m", "pip", *args], check=True, env=env)
 
 
+class BuildProgress:
+    """Where a compile is, from CMake's percent lines: the fraction done and an estimate of the time left."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.percent = 0
+        self.stage = "configuring"
+
+    def feed(self, line: str) -> bool:
+        """Read one line of the build's output; True when it moved the progress on."""
+        found = _PERCENT.match(line)
+        if not found:
+            return False
+        percent = min(100, int(found.group(1)))
+        if percent <= self.percent and self.stage == "compiling llama.cpp":
+            return False
+        self.percent, self.stage = percent, "compiling llama.cpp" if percent < 100 else "linking the bindings"
+        return True
+
+    def left_s(self) -> float:
+        """Seconds left: the pace so far once it means something, before that the first build's time."""
+        elapsed = self.clock() - self.started
+        if self.percent >= 5:
+            return max(0.0, elapsed * (100 - self.percent) / self.percent)
+        return max(0.0, FIRST_BUILD_S - elapsed)
+
+    def line(self) -> str:
+        minutes, seconds = divmod(int(self.left_s()), 60)
+        return f"{self.stage}: {self.percent:3d} %, about {minutes} min {seconds:02d} s left"
+
+
+def compile_with_progress(command: list[str], env: dict[str, str] | None = None) -> None:
+    """Run the wheel build, showing its progress on one line (a terminal) or a line per tenth (a log); on failure
+    raise with the output's last lines."""
+    progress = BuildProgress()
+    tail: deque[str] = deque(maxlen=30)
+    live = sys.stdout.isatty()
+    shown = -10
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    )
+    assert process.stdout is not None
+    for raw in process.stdout:
+        tail.append(raw.rstrip())
+        if not progress.feed(raw):
+            continue
+        if live:
+            print(f"\r  {progress.line()}   ", end="", flush=True)
+        elif progress.percent >= shown + 10:
+            shown = progress.percent
+            print(f"  {progress.line()}", flush=True)
+    code = process.wait()
+    if live:
+        print()
+    if code != 0:
+        raise RuntimeError(f"the build failed (exit status {code}): " + " | ".join(tail)[-2000:])
+
+
 def _smoke_test() -> str | None:
     """Load the smallest packaged model on the installed build in a fresh process and generate; the failure, or
     None. A crash (a signal) must not take this process with it, hence the subprocess."""
@@ -161,9 +228,9 @@ def build(options: list[str], version: str, build_constraint: Path | None = None
     staging = wheel_dir.with_suffix(".partial")
     shutil.rmtree(staging, ignore_errors=True)
     pinned = ["--build-constraint", str(build_constraint)] if build_constraint else []
-    # --no-cache-dir: pip's wheel cache is keyed by the source alone, not by CMAKE_ARGS
-    _pip("wheel", "-q", "--no-deps", "--no-cache-dir", *pinned, "--no-binary", PACKAGE, "-w", str(staging),
-         f"{PACKAGE}=={version}", env=env)  # fmt: skip
+    # --no-cache-dir: pip's wheel cache is keyed by the source alone, not by CMAKE_ARGS; -v: CMake's progress
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", *pinned]
+    compile_with_progress([*pip_wheel, "--no-binary", PACKAGE, "-w", str(staging), f"{PACKAGE}=={version}"], env)
     shutil.rmtree(wheel_dir, ignore_errors=True)
     staging.rename(wheel_dir)
     return sorted(wheel_dir.glob(f"{PACKAGE}-*.whl"))[0]
@@ -172,6 +239,9 @@ def build(options: list[str], version: str, build_constraint: Path | None = None
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--print", action="store_true", help="print the build options for this CPU and exit")
+    parser.add_argument(
+        "--advice", action="store_true", help="say whether a build for this CPU would be faster, and how; no build"
+    )
     parser.add_argument(
         "--build-constraint", type=Path, default=None, help="a pip constraints file for the build's tools"
     )
@@ -186,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     installed = _installed_build_info()
     if mode == "wheel" or not installed:
+        return 0
+    if args.advice:
+        if options is not None and not built_for_avx512(installed):
+            minutes = FIRST_BUILD_S // 60
+            print(
+                "llama.cpp: the prebuilt AVX2 wheel answers now; this CPU has AVX-512, and a build for it processes "
+                f"prompts about 1.5x faster: bash scripts/setup.sh build (~{minutes} min on 2 cores, once)"
+            )
         return 0
     if options is None:
         print("llama.cpp: the prebuilt wheel fits this CPU (no AVX-512)")

@@ -107,7 +107,7 @@ class RandomModel:
 def varied_corpus(folder: Path) -> Path:
     """The tests' corpus, and what makes every policy act somewhere on it: words in most chunks (120 biographies),
     two films of one name, a long chunk a read is focused in, a heading that asks. Written as ``folder``/corpus.json."""
-    fixtures = Path(__file__).parent / "fixtures"
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
     docs = json.loads((fixtures / "hipporag_corpus.json").read_text(encoding="utf-8"))
     docs += [
         {

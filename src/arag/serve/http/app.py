@@ -1,0 +1,138 @@
+"""The ASGI app: every served index's routers under ``/api/indexes/NAME`` (the default one also under ``/api``), its
+MCP over streamable HTTP, the runs, the page, and the guard in front of them all."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from starlette.types import Receive, Scope, Send
+
+from arag.errors import ConfigError
+from arag.index import Index
+from arag.serve.access import ANONYMOUS, NAME, Access, AuditLog, Principal
+from arag.serve.http import conversations, embeddings, page, questions, retrieval, runs
+from arag.serve.http.guard import Guard
+from arag.serve.http.served import Agents, ServedIndex
+from arag.settings import Settings
+from arag.version import __version__
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def create_app(
+    index: Index | Mapping[str, Index],
+    settings: Settings,
+    runs_dir: Path | None = None,
+    agent_factory: Callable[[int | None, Index], Any] | None = None,
+    access: Access | None = None,
+    audit: AuditLog | None = None,
+) -> FastAPI:
+    """The ASGI app over shared indexes: one (served as "default") or several by name, the first being the one
+    the routes without an index name (``/api/search/…``, ``/mcp``) serve. ``agent_factory(max_steps, index)``
+    makes an agent per question (default: the configured model, loaded once on first use, shared by every
+    index). ``access``: the tokens (default: ``server.token`` only); ``audit``: the request log."""
+    indexes = {"default": index} if isinstance(index, Index) else dict(index)
+    if not indexes:
+        raise ConfigError("no index to serve")
+    for name in indexes:
+        if not NAME.match(name):
+            raise ConfigError(f"index name {name!r}: letters, digits, '_', '.', '-' (at most 64)")
+    default_name = next(iter(indexes))
+    agents = Agents(settings, agent_factory)  # one model and one bound on questions for the whole server
+    mcp_managers: list[Any] = []
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in mcp_managers:
+                await stack.enter_async_context(manager.run())
+            yield
+
+    app = FastAPI(
+        title="a-rag",
+        version=__version__,
+        description="Agentic retrieval over hierarchical retrieval interfaces (keyword, semantic, chunk read).",
+        lifespan=lifespan,
+        docs_url=None,  # Swagger UI loads its assets from a CDN; /api/docs serves a page that needs none
+        redoc_url=None,
+    )
+    for name, served in indexes.items():
+        mcp_managers.append(_include_index(app, name, ServedIndex(served, agents), default=name == default_name))
+
+    @app.get("/api/indexes")
+    async def list_indexes(request: Request) -> list[dict[str, Any]]:
+        """The indexes this token may use (all, without tokens), the default one first."""
+        principal: Principal = request.scope.get("arag.principal", ANONYMOUS)
+        return [
+            {"name": name, "default": name == default_name, "documents": served.manifest.counts.get("documents")}
+            for name, served in indexes.items()
+            if principal.sees(name)
+        ]
+
+    app.include_router(runs.router(runs_dir))
+    app.include_router(page.router())
+    server_settings = settings.server
+    if server_settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware, allow_origins=server_settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
+        )
+    access = access or Access([], server_settings.token)
+    app.add_middleware(
+        Guard, access=access, default_index=default_name, max_body=server_settings.max_body_bytes, audit=audit
+    )
+    return app
+
+
+def _include_index(app: FastAPI, name: str, served: ServedIndex, default: bool) -> Any:
+    """One index's routes under ``/api/indexes/NAME`` and its MCP under ``…/mcp`` (the default index's also under
+    ``/api`` and ``/mcp``); returns its MCP session manager, which runs for the app's lifetime."""
+    from fastapi import APIRouter
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from arag.serve.mcp import build_server, per_session_toolkits
+
+    router = APIRouter()
+    for resource in (retrieval, embeddings, questions, conversations):
+        router.include_router(resource.router(served))
+    sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(served.index)), json_response=False)
+
+    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        await sessions.handle_request(scope, receive, send)
+
+    # the schema (/openapi.json) shows the default index's routes only: it must not list the other indexes
+    app.include_router(router, prefix=f"/api/indexes/{name}", include_in_schema=False)
+    app.mount(f"/api/indexes/{name}/mcp", mcp_endpoint)
+    if default:
+        app.include_router(router, prefix="/api")
+        app.mount("/mcp", mcp_endpoint)
+    return sessions
+
+
+def serve(indexes: Index | Mapping[str, Index], settings: Settings, runs_dir: Path | None = None) -> None:
+    import uvicorn
+
+    from arag.serve.access import default_tokens_file
+
+    server_settings = settings.server
+    access = Access.load(server_settings.tokens_file or default_tokens_file(), server_settings.token)
+    if server_settings.host not in LOOPBACK and not access.enabled:
+        raise ConfigError(
+            f"binding {server_settings.host} exposes the index beyond this machine: set a token (--token or "
+            "ARAG_SERVER__TOKEN, at least 16 characters) or create scoped ones (arag token add)"
+        )
+    audit = AuditLog(server_settings.audit_log, server_settings.audit_questions) if server_settings.audit_log else None
+    app = create_app(indexes, settings, runs_dir, access=access, audit=audit)
+    config = uvicorn.Config(app, host=server_settings.host, port=server_settings.port, log_level="warning")
+    try:
+        asyncio.run(uvicorn.Server(config).serve())
+    finally:
+        if audit is not None:
+            audit.close()

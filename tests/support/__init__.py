@@ -1,0 +1,1 @@
+"""What several test modules share: servers, documents, datasets, strategies, agents (not tests)."""
