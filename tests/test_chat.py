@@ -138,3 +138,58 @@ def test_chat_in_a_terminal(tmp_path: Path, server: ScriptedServer) -> None:
         terminal.kill()
     history = (tmp_path / "cache" / "chat_history").read_text()
     assert "Who was Lothair II's mother?" in history and "And when did she die?" in history
+
+
+def test_wrapped_lines_leave_nothing_behind(tmp_path: Path, server: ScriptedServer) -> None:
+    """On a 40-column terminal a long question and a long answer wrap: the question's echo is readline's (the text,
+    with only its own " \\r" where the line wraps), the answer and each step are printed whole, nothing added."""
+    import fcntl
+    import struct
+    import termios
+
+    index = tmp_path / "idx"
+    build_index([FIXTURES / "hipporag_corpus.json"], index, fake_settings())
+    answer = "Ermengarde of Tours, the wife of Emperor Lothair I, was his mother [chunk Lothair II#0]."
+    server.replies = [
+        completion(tool_calls=[tool_call("keyword_search", {"keywords": ["Lothair II"], "top_k": 3})]),
+        completion(answer),
+    ]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TERM": "xterm", "ARAG_BASE_URL": server.base_url,
+           "ARAG_API_KEY": "k", "ARAG_MODEL": "m", "ARAG_CACHE_DIR": str(tmp_path / "cache"),
+           "ARAG_AGENT__PROFILE": "paper"}  # fmt: skip
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a 40-column terminal before anything reads its size
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+        os.execve(sys.executable, [sys.executable, "-m", "arag", "chat", "--index", str(index)], env)
+    raw = b""
+
+    def read_until(marker: bytes, timeout: float = 60) -> None:
+        nonlocal raw
+        deadline = time.monotonic() + timeout
+        while raw.count(marker) < 1 + read_until.seen:  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, raw[-2000:]
+            if select.select([fd], [], [], 0.2)[0]:
+                raw += os.read(fd, 65536)
+        read_until.seen += 1  # type: ignore[attr-defined]
+
+    read_until.seen = 0  # type: ignore[attr-defined]
+    try:
+        read_until("you › ".encode())
+        question = "Who was the mother of Lothair II, king of Lotharingia?"
+        for character in question:  # typed as a person types, one key at a time
+            os.write(fd, character.encode())
+            time.sleep(0.01)
+        os.write(fd, b"\r")
+        read_until("you › ".encode())
+        os.write(fd, b"\x04")
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    text = raw.decode("utf-8")
+    echoed = text.split("you › ", 1)[1].split("\r\n", 1)[0]
+    cut = 40 - len("you › ")  # where the question reaches the terminal's edge
+    # readline's own wrap where the keys came one by one (a space then a return, overwritten), none where they came
+    # at once (a loaded machine): nothing else, either way
+    assert echoed in (question[:cut] + " \r" + question[cut:], question)
+    assert f"a-rag ›\x1b[0m {answer}\r\n" in text  # the answer whole: the terminal wraps it, nothing is inserted
+    assert '→ keyword_search\x1b[0m {"keywords": ["Lothair II"], "top_k": 3}\r\n' in text

@@ -175,7 +175,10 @@ def test_build_pins_its_tools_and_keeps_one_wheel_per_version_options_and_pins(
 ) -> None:
     calls: list[tuple[str, ...]] = []
 
-    def compile_wheel(command: list[str], env: dict[str, str] | None = None) -> None:
+    def compile_wheel(
+        command: list[str], env: dict[str, str] | None = None, expected: int | None = None, log: Path | None = None
+    ) -> None:
+        assert expected == llama_build.BUILD_FILES.get("2026.10.11549") and log is not None and log.parent.is_dir()
         calls.append(tuple(command))
         assert env is not None and env["CMAKE_ARGS"] == "-DGGML_AVX512=ON"
         assert command[1:4] == ["-m", "pip", "wheel"] and "--no-cache-dir" in command  # keyed by source alone
@@ -245,31 +248,41 @@ def test_an_unknown_build_mode_is_refused(monkeypatch: pytest.MonkeyPatch, capsy
     assert "auto, native or wheel" in capsys.readouterr().err
 
 
-def test_build_progress_reads_cmakes_percent_lines_and_estimates_what_is_left() -> None:
+def test_build_progress_counts_the_files_compiled_and_estimates_what_is_left() -> None:
     now = [0.0]
-    progress = llama_build.BuildProgress(clock=lambda: now[0])
-    assert progress.left_s() == llama_build.FIRST_BUILD_S  # nothing compiled yet: the first build's time
+    progress = llama_build.BuildProgress(expected=200, clock=lambda: now[0])
+    assert progress.left_s() == llama_build.FIRST_BUILD_S  # nothing compiled yet: the time a build took here
     assert not progress.feed("-- The C compiler identification is GNU 12.2.0")
+    assert not progress.feed("[100%] Built target llama-common-base")  # a target's own percentage is no progress
     now[0] = 60.0
-    assert progress.feed("[ 20%] Building CXX object ggml/src/CMakeFiles/ggml-cpu.dir/ops.cpp.o")
-    assert progress.percent == 20 and progress.left_s() == pytest.approx(240.0)  # 60 s for 20 %: 240 s for 80
-    assert not progress.feed("[ 12%] Building C object …")  # a sub-project's count never moves it back
-    assert progress.line() == "compiling llama.cpp:  20 %, about 4 min 00 s left"
-    now[0] = 300.0
-    assert progress.feed("[100%] Linking CXX shared library libllama.so")
-    assert progress.stage == "linking the bindings" and progress.left_s() == 0.0
+    for n in range(40):
+        assert progress.feed(f"[ {n % 100:2d}%] Building CXX object ggml/src/CMakeFiles/ggml-cpu.dir/f{n}.cpp.o")
+    assert progress.feed("[  3%] Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o")
+    assert progress.files == 41 and progress.fraction() == 41 / 200
+    assert progress.left_s() == pytest.approx(60.0 * 159 / 41)
+    assert progress.line().startswith("compiling llama.cpp: 41 of 200 files, 20 %, about 3 min")
+    assert progress.feed("  building 'xllamacpp.xllamacpp' extension")  # llama.cpp done: the bindings, said once
+    assert not progress.feed("  building 'xllamacpp.xllamacpp' extension")
+    assert progress.line() == "compiled llama.cpp (41 files); compiling the Python bindings (a minute or two)"
+    unknown = llama_build.BuildProgress(clock=lambda: now[0])  # a version whose count is not known: the count alone
+    unknown.feed("[ 50%] Building CXX object x.o")
+    assert unknown.fraction() is None and unknown.line().startswith("compiling llama.cpp: 1 files, about ")
 
 
-def test_a_build_shows_its_progress_in_a_log_and_fails_with_its_last_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    script = "for p in range(0, 101, 5): print(f'[{p:3d}%] Building CXX object x{p}.o')"
-    llama_build.compile_with_progress([sys.executable, "-c", script])
+def test_a_build_shows_its_progress_in_a_log_keeps_its_output_and_fails_with_its_last_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    script = "for n in range(50): print(f'[{n % 100:3d}%] Building CXX object x{n}.o')"
+    log = tmp_path / "build.log"
+    llama_build.compile_with_progress([sys.executable, "-c", script], expected=50, log=log)
     shown = capsys.readouterr().out.splitlines()
     # not a terminal: one line per tenth, never a carriage return
-    assert [line.split(":")[1].split("%")[0].strip() for line in shown] == [str(p) for p in range(0, 101, 10)]
-    assert "\r" not in "".join(shown)
-    failing = "print('[ 10%] Building'); print('error: no space left on device'); raise SystemExit(2)"
-    with pytest.raises(RuntimeError, match=r"exit status 2.*no space left on device"):
-        llama_build.compile_with_progress([sys.executable, "-c", failing])
+    assert [line.split(",")[1].strip() for line in shown[:-1]] == [f"{p} %" for p in range(10, 100, 10)]
+    assert shown[-1].startswith("  compiled 50 files in 0 min")
+    assert "\r" not in "".join(shown) and len(log.read_text().splitlines()) == 50
+    failing = "print('[ 10%] Building C object a.o'); print('error: no space left on device'); raise SystemExit(2)"
+    with pytest.raises(RuntimeError, match=r"exit status 2\) \(the whole output: .*\): .*no space left on device"):
+        llama_build.compile_with_progress([sys.executable, "-c", failing], log=log)
 
 
 @pytest.mark.parametrize(

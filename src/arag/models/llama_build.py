@@ -46,10 +46,16 @@ BASELINE_OPTIONS = {"avx": "GGML_AVX", "avx2": "GGML_AVX2", "fma": "GGML_FMA", "
 FIXED_OPTIONS = ["-DLLAMA_LLGUIDANCE=OFF", "-DLLAMA_BUILD_BORINGSSL=OFF", "-DGGML_NATIVE=OFF"]
 PACKAGE = "xllamacpp"
 SMOKE_TIMEOUT_S = 600
-# what a first build took on 2 cores (docs/models.md), for the estimate shown before the compile has progressed
-FIRST_BUILD_S = 420
-# CMake's progress lines ("[ 45%] Building CXX object …"); after 100 % the Python bindings are compiled
-_PERCENT = re.compile(r"^\s*\[\s*(\d{1,3})%\]")
+# what a build took on 2 cores (docs/models.md), for the estimate shown before the compile has gone far enough
+FIRST_BUILD_S = 300
+# the files a build of each xllamacpp version compiles (counted in its verbose output), for the percentage; an
+# unknown version shows the count alone
+BUILD_FILES = {"2026.10.11549": 197}
+# CMake's line for each file compiled ("[ 45%] Building CXX object …"); its percentage is per target, and the build
+# makes nine targets one after another, so the files are counted instead
+_COMPILED = re.compile(r"^\s*\[\s*\d{1,3}%\]\s+Building (?:C|CXX) object ")
+# setuptools' line when llama.cpp is built and the Cython bindings are compiled, the last long step
+_BINDINGS = re.compile(r"building '\w+\.\w+' extension")
 
 
 def cpu_flags(cpuinfo: str) -> set[str]:
@@ -125,62 +131,82 @@ def _pip(*args: str, env: dict[str, str] | None = None) -> None:
 
 
 class BuildProgress:
-    """Where a compile is, from CMake's percent lines: the fraction done and an estimate of the time left."""
+    """Where a compile is, from the files CMake reports compiling: how many of the expected ones, and an estimate of
+    the time left (the pace so far once it means something, before that the time a build took here)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
+    def __init__(self, expected: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.expected, self.clock = expected, clock
         self.started = clock()
-        self.percent = 0
-        self.stage = "configuring"
+        self.files = 0
+        self.bindings = False  # llama.cpp is compiled; the Python bindings are
 
     def feed(self, line: str) -> bool:
-        """Read one line of the build's output; True when it moved the progress on."""
-        found = _PERCENT.match(line)
-        if not found:
+        """Read one line of the build's output; True when it moved the build on (a file compiled, the bindings)."""
+        if _BINDINGS.search(line) and not self.bindings:
+            self.bindings = True
+            return True
+        if not _COMPILED.match(line):
             return False
-        percent = min(100, int(found.group(1)))
-        if percent <= self.percent and self.stage == "compiling llama.cpp":
-            return False
-        self.percent, self.stage = percent, "compiling llama.cpp" if percent < 100 else "linking the bindings"
+        self.files += 1
         return True
 
+    def fraction(self) -> float | None:
+        """The share of the expected files compiled (below 1 until the end: a count can be off by a file)."""
+        return None if not self.expected else min(0.99, self.files / self.expected)
+
     def left_s(self) -> float:
-        """Seconds left: the pace so far once it means something, before that the first build's time."""
         elapsed = self.clock() - self.started
-        if self.percent >= 5:
-            return max(0.0, elapsed * (100 - self.percent) / self.percent)
+        done = self.fraction()
+        if done is not None and done >= 0.05:
+            return max(0.0, elapsed * (1 - done) / done)
         return max(0.0, FIRST_BUILD_S - elapsed)
 
     def line(self) -> str:
+        if self.bindings:
+            return f"compiled llama.cpp ({self.files} files); compiling the Python bindings (a minute or two)"
         minutes, seconds = divmod(int(self.left_s()), 60)
-        return f"{self.stage}: {self.percent:3d} %, about {minutes} min {seconds:02d} s left"
+        done = self.fraction()
+        count = f"{self.files} files" if done is None else f"{self.files} of {self.expected} files, {100 * done:.0f} %"
+        return f"compiling llama.cpp: {count}, about {minutes} min {seconds:02d} s left"
 
 
-def compile_with_progress(command: list[str], env: dict[str, str] | None = None) -> None:
-    """Run the wheel build, showing its progress on one line (a terminal) or a line per tenth (a log); on failure
-    raise with the output's last lines."""
-    progress = BuildProgress()
+def compile_with_progress(command: list[str], env: dict[str, str] | None = None, expected: int | None = None,
+                          log: Path | None = None) -> None:  # fmt: skip
+    """Run the wheel build, showing its progress on one line (a terminal) or a line per tenth (a log), its whole
+    output kept in ``log``; on failure raise with the output's last lines."""
+    progress = BuildProgress(expected)
     tail: deque[str] = deque(maxlen=30)
     live = sys.stdout.isatty()
-    shown = -10
+    shown = 0  # tenths shown in a log
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     )
     assert process.stdout is not None
-    for raw in process.stdout:
-        tail.append(raw.rstrip())
-        if not progress.feed(raw):
-            continue
-        if live:
-            print(f"\r  {progress.line()}   ", end="", flush=True)
-        elif progress.percent >= shown + 10:
-            shown = progress.percent
-            print(f"  {progress.line()}", flush=True)
+    with open(log or os.devnull, "w", encoding="utf-8") as kept:
+        for raw in process.stdout:
+            kept.write(raw)
+            tail.append(raw.rstrip())
+            if not progress.feed(raw):
+                continue
+            if live:
+                print(f"\r  {progress.line()}   ", end="", flush=True)
+                continue
+            if progress.bindings:
+                print(f"  {progress.line()}", flush=True)
+                continue
+            done = progress.fraction()
+            tenths = int(10 * done) if done is not None else progress.files // 10  # a tenth, or 10 files
+            if tenths > shown:
+                shown = tenths
+                print(f"  {progress.line()}", flush=True)
     code = process.wait()
     if live:
         print()
+    minutes, seconds = divmod(int(progress.clock() - progress.started), 60)
+    print(f"  compiled {progress.files} files in {minutes} min {seconds:02d} s", flush=True)
     if code != 0:
-        raise RuntimeError(f"the build failed (exit status {code}): " + " | ".join(tail)[-2000:])
+        where = f" (the whole output: {log})" if log else ""
+        raise RuntimeError(f"the build failed (exit status {code}){where}: " + " | ".join(tail)[-2000:])
 
 
 def _smoke_test() -> str | None:
@@ -225,12 +251,16 @@ def build(options: list[str], version: str, build_constraint: Path | None = None
             raise RuntimeError(f"{tool} is not installed (Debian: apt-get install cmake g++)")
     print(f"building llama.cpp ({PACKAGE} {version}) for this CPU: {' '.join(options)}", flush=True)
     env = {**os.environ, "CMAKE_ARGS": " ".join(options), "NPROC": str(os.cpu_count() or 2)}
-    staging = wheel_dir.with_suffix(".partial")
+    staging = wheel_dir.parent / f"{wheel_dir.name}.partial"  # not with_suffix: the version has dots
     shutil.rmtree(staging, ignore_errors=True)
     pinned = ["--build-constraint", str(build_constraint)] if build_constraint else []
     # --no-cache-dir: pip's wheel cache is keyed by the source alone, not by CMAKE_ARGS; -v: CMake's progress
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", *pinned]
-    compile_with_progress([*pip_wheel, "--no-binary", PACKAGE, "-w", str(staging), f"{PACKAGE}=={version}"], env)
+    command = [*pip_wheel, "--no-binary", PACKAGE, "-w", str(staging), f"{PACKAGE}=={version}"]
+    wheel_dir.parent.mkdir(parents=True, exist_ok=True)
+    log = wheel_dir.parent / f"{wheel_dir.name}.log"
+    print(f"  the whole output: {log}", flush=True)
+    compile_with_progress(command, env, BUILD_FILES.get(version), log)
     shutil.rmtree(wheel_dir, ignore_errors=True)
     staging.rename(wheel_dir)
     return sorted(wheel_dir.glob(f"{PACKAGE}-*.whl"))[0]
