@@ -17,7 +17,7 @@ git clone -q "$source_repo" "$work/a-rag"
 cd "$work/a-rag"
 HOME=$(mktemp -d)
 export HOME
-received() { awk 'NR > 2 && $1 != "lo:" { total += $2 } END { print total }' /proc/net/dev; }
+received() { awk 'NR > 2 && $1 != "lo:" { total += $2 } END { printf "%.0f\n", total }' /proc/net/dev; }
 bytes0=$(received)
 t0=$(date +%s.%N)
 bash scripts/setup.sh local > "$out/setup.log" 2>&1
