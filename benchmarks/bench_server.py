@@ -29,8 +29,8 @@ from arag.models.endpoint import ChatModel  # noqa: E402
 from arag.serve.http import create_app  # noqa: E402
 from arag.settings import AgentSettings, IndexSettings, LLMSettings, ServerSettings, Settings  # noqa: E402
 from arag.store.embedded.store import EmbeddedStore  # noqa: E402
-from scripted_server import ScriptedServer, completion  # noqa: E402
-from test_server import LiveServer  # noqa: E402
+from support.live_server import LiveServer  # noqa: E402
+from support.scripted_server import ScriptedServer, completion  # noqa: E402
 
 WORDS = ["film", "director", "born", "river", "king", "album", "football", "church", "French", "war", "novel"]
 QUERIES = ["who directed the film", "where was he born", "the mother of the king", "an album released in 1990"]

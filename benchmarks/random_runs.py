@@ -1,6 +1,6 @@
 """The agent under many configurations against a model that answers every request at random within its grammar
-(tests/random_model.py), every request and every result dumped: run it with two builds and compare, to show that a
-change to the agent changed nothing it sends or records (no local model needed: a few seconds a seed).
+(tests/support/random_model.py), every request and every result dumped: run it with two builds and compare, to show
+that a change to the agent changed nothing it sends or records (no local model needed: a few seconds a seed).
 
     PYTHONPATH=BEFORE/src python benchmarks/random_runs.py --seeds 8 --out runs/random-before.jsonl  # a checkout
     python benchmarks/random_runs.py --seeds 8 --out runs/random-after.jsonl
@@ -26,7 +26,7 @@ from arag.agent import Agent, Conversation
 from arag.corpus.build import build_index
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
-from random_model import RandomModel, varied_corpus
+from support.random_model import RandomModel, varied_corpus
 
 QUESTIONS = [
     "When did Lothair II's mother die?",

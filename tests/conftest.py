@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    """A scripted OpenAI-compatible server on 127.0.0.1 (tests/scripted_server.py), closed after the test."""
+    """A scripted OpenAI-compatible server on 127.0.0.1 (tests/support/scripted_server.py), closed after the test."""
     scripted = ScriptedServer()
     yield scripted
     scripted.close()
