@@ -389,3 +389,16 @@ def test_any_input_file_is_read_or_reported(tmp_path_factory: pytest.TempPathFac
         else:
             for document in result:
                 document.text.encode("utf-8")  # indexable: no lone surrogates
+
+
+def test_a_reply_over_the_size_cap_says_so_not_that_the_endpoint_cannot_be_reached(
+    hippo_index: Index, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arag.models import endpoint
+
+    monkeypatch.setattr(endpoint, "MAX_REPLY_BYTES", 4096)  # the cap (16 MiB) scaled down, the reply with it
+    server.default = Raw(json.dumps(completion("x" * 10_000)).encode())
+    result = Agent(hippo_index, _model(server, max_retries=2), AgentSettings(max_steps=1)).run("q?")
+    assert result.stop_reason == "error" and result.error is not None
+    assert "sent a reply larger than 0.00390625 MiB; refused unread" in result.error
+    assert "cannot reach" not in result.error

@@ -402,3 +402,28 @@ def test_scoped_search_ask_and_cited_chunks_over_http(live: LiveServer, llm: Scr
         ]
         answer = client.post("/api/ask", json={"question": "Who?", "where": "title=Waldrada"}).json()
         assert "Lothair II#0" not in answer["trajectory"][0]["observation"] and answer["sources"][0]["verified"]
+
+
+@pytest.mark.parametrize("route", ["/api/ask", "conversation"])
+def test_a_client_that_leaves_stops_its_question_within_one_model_call(
+    index: Index, llm: ScriptedServer, route: str
+) -> None:
+    # a model that never answers (a new search each time: no stall guard ends it), one call every 0.3 s: without the
+    # client it would run on to the step limit
+    words = [f"w{n}" for n in range(60)]
+    llm.replies = [completion(tool_calls=[tool_call("keyword_search", {"keywords": [w]}, f"c{w}")]) for w in words]
+    llm.delay_s = 0.3
+    server = serve(index, llm)
+    try:
+        path = route
+        if route == "conversation":
+            opened = httpx.post(server.url + "/api/conversations", json={"max_steps": 40}, timeout=30).json()
+            path = f"/api/conversations/{opened['id']}/ask"
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up after 1 s and goes away
+            httpx.post(server.url + path, json={"question": "Who was Waldrada?", "max_steps": 40}, timeout=1.0)
+        left_at = llm.received
+        time.sleep(3.0)  # ten model calls' time
+        assert llm.received <= left_at + 2  # the one under way, and at most one more before the next step's check
+        assert llm.received < 12
+    finally:
+        server.close()

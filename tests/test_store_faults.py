@@ -267,3 +267,13 @@ def test_readers_in_processes_during_reindex(tmp_path: Path) -> None:
         assert proc.returncode == 0, err.decode()
         seen_all |= {(count, tuple(ids)) for count, ids in ast.literal_eval(out.decode())}
     assert seen_all <= expected and len(seen_all) == 2  # both generations were read, each whole
+
+
+def test_a_postgres_url_naming_two_indexes_is_refused_not_one_of_them_taken() -> None:
+    from arag.errors import ConfigError
+    from arag.store.postgres.store import parse_location
+
+    with pytest.raises(ConfigError, match=r"names 2 indexes \('wiki', 'legal'\)"):
+        parse_location("postgresql://me@db/rag?index=wiki&index=legal")
+    assert parse_location("postgresql://me@db/rag?index=wiki&index=wiki").index == "wiki"  # the same one twice
+    assert parse_location("postgresql://me@db/rag?sslmode=disable&index=legal").index == "legal"

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from arag.errors import ARagError
 from arag.eval.metrics import KeyTerms
 
 RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
@@ -36,13 +37,15 @@ def read_results(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
         return finished
     data = path.read_bytes()
     good = 0
-    for line in data.splitlines(keepends=True):
+    for number, line in enumerate(data.splitlines(keepends=True), 1):
         if not line.endswith(b"\n"):
             break
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             break
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str | int):
+            raise ARagError(f"{path}: line {number} is not a result record (a JSON object with an id): damaged")
         finished[str(record["id"])] = record
         good += len(line)
     if repair and good != len(data):
@@ -129,11 +132,15 @@ def load_runs(run_dirs: list[Path], key_terms: KeyTerms | None = None) -> list[d
             if summary_path.is_file():
                 summary = json.loads(summary_path.read_text(encoding="utf-8"))
                 partial = False
+                if not isinstance(summary, dict):
+                    raise ValueError(SUMMARY)
             else:
                 config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+                if not isinstance(config, dict):
+                    raise ValueError(CONFIG)
                 summary, partial = summarize(results_path, config), True
-        except ValueError:
-            raise ConfigError(f"{run_dir} holds a summary or config that is not valid JSON") from None
+        except ValueError:  # not JSON, or JSON that is not an object
+            raise ConfigError(f"{run_dir} holds a summary or config that is not a JSON object") from None
         records = list(read_results(results_path).values())  # none for a summary copied without its results
         if key_terms is not None:
             for record in records:

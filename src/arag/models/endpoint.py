@@ -146,6 +146,10 @@ class ChatModel:
                 raise OutputRejected(message) from None
             raise LLMError(message) from None
         except openai.APIConnectionError as exc:
+            if _caused_by(exc, ReplyTooLarge):
+                raise LLMError(
+                    f"{self._label()} sent a reply larger than {MAX_REPLY_BYTES / 2**20:g} MiB; refused unread"
+                ) from None
             if self.local:
                 raise LLMError(f"the local model server stopped answering: {exc}") from None
             raise LLMError(f"cannot reach the model endpoint {self.settings.base_url}: {exc}") from None
@@ -222,6 +226,10 @@ class WholeRequestDeadline(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+class ReplyTooLarge(httpx2.ReadError):
+    """The endpoint's reply passed MAX_REPLY_BYTES: it answered, too much (not a connection that failed)."""
+
+
 class _DeadlineStream(httpx2.AsyncByteStream):
     def __init__(self, inner: Any, deadline: float, request: httpx2.Request, on_timeout: Callable[[], Any]) -> None:
         self.inner, self.deadline, self.request, self.on_timeout = inner, deadline, request, on_timeout
@@ -240,11 +248,23 @@ class _DeadlineStream(httpx2.AsyncByteStream):
                 raise httpx2.ReadTimeout("the reply body did not complete in time", request=self.request) from None
             received += len(chunk)
             if received > MAX_REPLY_BYTES:
-                raise httpx2.ReadError(f"reply larger than {MAX_REPLY_BYTES} bytes", request=self.request)
+                raise ReplyTooLarge(f"reply larger than {MAX_REPLY_BYTES} bytes", request=self.request)
             yield chunk
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``kind`` is in ``exc``'s chain of causes (the openai SDK wraps the transport's errors)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 # ---------------------------------------------------------------------------- reply parsing

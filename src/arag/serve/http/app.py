@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from arag.errors import ConfigError
@@ -62,6 +64,7 @@ def create_app(
         docs_url=None,  # Swagger UI loads its assets from a CDN; /api/docs serves a page that needs none
         redoc_url=None,
     )
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     for name, served in indexes.items():
         mcp_managers.append(_include_index(app, name, ServedIndex(served, agents), default=name == default_name))
 
@@ -89,6 +92,22 @@ def create_app(
         Guard, access=access, default_index=default_name, max_body=server_settings.max_body_bytes, audit=audit
     )
     return app
+
+
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """422 with where and why each part of the request is invalid, never the input itself: FastAPI's own handler
+    echoed it, and an input that cannot be written back (a lone surrogate, NaN, 1e999) made every route a 500."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+
+    def safe(value: object, limit: int) -> str:  # a location or message that quotes the input is written safely too
+        return str(value)[:limit].encode("utf-8", "replace").decode("utf-8")
+
+    detail = [
+        {"loc": [safe(part, 100) for part in error.get("loc", ())], "msg": safe(error.get("msg", ""), 300),
+         "type": safe(error.get("type", ""), 60)}
+        for error in errors[:20]
+    ]  # fmt: skip
+    return JSONResponse({"detail": detail}, status_code=422)
 
 
 def _include_index(app: FastAPI, name: str, served: ServedIndex, default: bool) -> Any:

@@ -8,7 +8,6 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
@@ -16,7 +15,7 @@ from arag.agent import Conversation
 from arag.errors import ARagError
 from arag.filters import Filter
 from arag.serve.http.bodies import FollowUp, NewConversation
-from arag.serve.http.questions import ask_events
+from arag.serve.http.questions import ask_events, until_the_client_leaves
 from arag.serve.http.served import ServedIndex, busy, question_of, where
 from arag.tracing import parent_from
 
@@ -112,7 +111,8 @@ def router(served: ServedIndex) -> APIRouter:
             return busy()
         try:
             conversation.agent.trace_parent = parent_from(request.headers)
-            result = await anyio.to_thread.run_sync(conversation.ask, question, scope)
+            agent = conversation.agent
+            result = await until_the_client_leaves(request, agent, lambda: conversation.ask(question, scope))
         except ARagError as exc:
             raise HTTPException(400, str(exc)) from None
         finally:

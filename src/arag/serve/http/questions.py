@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -31,7 +31,7 @@ def router(served: ServedIndex) -> APIRouter:
             scope = where(body.where)
             agent = await anyio.to_thread.run_sync(served.new_agent, body.max_steps)
             agent.trace_parent = parent_from(request.headers)  # the caller's traceparent, if any
-            result = await anyio.to_thread.run_sync(agent.run, question, scope)
+            result = await until_the_client_leaves(request, agent, lambda: agent.run(question, scope))
         except ARagError as exc:
             raise HTTPException(400, str(exc)) from None
         finally:
@@ -47,6 +47,28 @@ def router(served: ServedIndex) -> APIRouter:
         return ask_events(served, question, body.where, request, max_steps=body.max_steps)
 
     return router
+
+
+async def until_the_client_leaves(request: Request, agent: Any, answer: Callable[[], Any]) -> Any:
+    """``answer()`` in a worker thread; a client that disconnects meanwhile stops the agent at its next step (one
+    model call at most), instead of the question running on to its step limit for nobody."""
+    stop = threading.Event()
+    agent.cancelled = stop.is_set
+
+    async def watch() -> None:
+        while not stop.is_set():
+            if await request.is_disconnected():
+                stop.set()
+                return
+            await anyio.sleep(0.2)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(watch)
+        try:
+            return await anyio.to_thread.run_sync(answer)
+        finally:
+            stop.set()  # ends the watch
+            tasks.cancel_scope.cancel()
 
 
 def ask_events(

@@ -3,11 +3,13 @@ their failure tags, one question's record, and two runs compared."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import anyio
 from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import JSONResponse
 
 from arag.errors import ARagError
 
@@ -20,48 +22,66 @@ def router(runs_dir: Path | None) -> APIRouter:
         if runs_dir is None:
             raise HTTPException(404, "no runs folder (start with --runs DIR)")
         root = runs_dir.resolve()
-        path = (root / name).resolve()
-        if path.parent != root or not (path / "results.jsonl").is_file():
-            raise HTTPException(404, f"no run {name!r}")
+        missing = HTTPException(404, f"no run {name[:200]!r}")
+        # a NUL or a name longer than a file name made resolve() raise: a 500
+        if not name or len(name) > 255 or "\x00" in name or "/" in name or name in (".", ".."):
+            raise missing
+        try:
+            path = (root / name).resolve()
+            found = path.parent == root and (path / "results.jsonl").is_file()
+        except (OSError, ValueError):
+            raise missing from None
+        if not found:
+            raise missing
         return path
 
+    async def damaged_is_422(function: Any, *args: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(function, *args)
+        except ARagError as exc:
+            raise HTTPException(422, str(exc)) from None
+
     @router.get("/api/runs")
-    async def runs() -> list[dict[str, Any]]:
+    async def runs() -> JSONResponse:
+        """Every run's summary; a damaged run is left out and named, with why, in the ``X-Skipped-Runs`` header."""
         if runs_dir is None:
-            return []
-        return await anyio.to_thread.run_sync(_list_runs, runs_dir)
+            return JSONResponse([])
+        listed, skipped = await anyio.to_thread.run_sync(_list_runs, runs_dir)
+        return JSONResponse(listed, headers={"X-Skipped-Runs": json.dumps(skipped)} if skipped else None)
 
     @router.get("/api/runs/{name}")
     async def run(name: str) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(_run_detail, run_path(name))
+        return await damaged_is_422(_run_detail, run_path(name))
 
     @router.get("/api/runs/{name}/questions/{question_id}")
     async def run_question(name: str, question_id: str) -> dict[str, Any]:
         from arag.eval.runs import RESULTS, read_results
 
-        records = await anyio.to_thread.run_sync(read_results, run_path(name) / RESULTS)
+        records = await damaged_is_422(read_results, run_path(name) / RESULTS)
         if question_id not in records:
             raise HTTPException(404, f"no question {question_id!r} in run {name!r}")
         return records[question_id]
 
     @router.get("/api/compare")
     async def compare(a: str = Query(max_length=200), b: str = Query(max_length=200)) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(_compare, run_path(a), run_path(b))
+        return await damaged_is_422(_compare, run_path(a), run_path(b))
 
     return router
 
 
-def _list_runs(runs_dir: Path) -> list[dict[str, Any]]:
+def _list_runs(runs_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every readable run's summary, and "NAME: why" for each run that could not be read."""
     from arag.eval.runs import load_runs
 
-    out = []
+    out, skipped = [], []
     for path in sorted(p for p in runs_dir.iterdir() if (p / "results.jsonl").is_file()):
         try:
             [run] = load_runs([path])
-        except ARagError:
+        except ARagError as exc:
+            skipped.append(f"{path.name}: {exc}"[:500])
             continue
         out.append(_run_summary(path, run))
-    return out
+    return out, skipped
 
 
 def _run_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:

@@ -119,6 +119,8 @@ def parse_location(url: str) -> PgLocation:
     params = parse_qsl(parts.query, keep_blank_values=True)
     names = [value for key, value in params if key == "index"]
     rest = [(key, value) for key, value in params if key != "index"]
+    if len(set(names)) > 1:  # taking one of them silently wrote to an index the user did not mean
+        raise ConfigError(f"the URL names {len(names)} indexes ({', '.join(map(repr, names))[:200]}): give one ?index=")
     index = names[-1] if names else DEFAULT_INDEX
     if not _INDEX_NAME.fullmatch(index):
         raise ConfigError(
