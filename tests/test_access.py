@@ -55,6 +55,7 @@ GLOBAL_ROUTES: list[tuple[str, str, str]] = [  # (method, path, scope needed)
 TOKENS = {  # name → (scope, indexes)
     "reader-a": ("read", ["a"]),
     "asker-a": ("ask", ["a"]),
+    "other-asker-a": ("ask", ["a"]),  # a second person on the same index: conversations are each one's own
     "asker-b": ("ask", ["b"]),
     "admin": ("admin", []),
 }
@@ -144,6 +145,37 @@ def test_every_route_every_scope_and_a_foreign_index(team: dict[str, Any]) -> No
                     assert response.status_code == 200 or "no run" in response.text, f"{token_name} {path}"
                 checked += 1
     assert checked > 200
+
+
+def test_a_conversation_belongs_to_the_token_that_opened_it(team: dict[str, Any]) -> None:
+    mine, theirs = team["tokens"]["asker-a"], team["tokens"]["other-asker-a"]
+    with httpx.Client(base_url=team["url"], timeout=30) as client:
+        opened = _call(client, "POST", "/api/indexes/a/conversations", {}, mine)
+        assert opened.status_code == 201
+        path = f"/api/indexes/a/conversations/{opened.json()['id']}"
+        # another token of the same index that knows the id: as if it did not exist, for reading, asking, deleting
+        assert _call(client, "GET", path, None, theirs).status_code == 404
+        assert _call(client, "POST", path + "/ask", {"question": "Who?"}, theirs).status_code == 404
+        assert _call(client, "DELETE", path, None, theirs).status_code == 404
+        assert _call(client, "GET", path, None, mine).status_code == 200  # still there, still its owner's
+        # one token opening many conversations evicts only its own, never another's
+        for _ in range(40):
+            assert _call(client, "POST", "/api/indexes/a/conversations", {}, theirs).status_code == 201
+        assert _call(client, "GET", path, None, mine).status_code == 200
+        assert _call(client, "DELETE", path, None, mine).status_code == 204
+
+
+def test_the_conversation_store_keeps_a_quota_per_principal_and_evicts_the_largest_holder() -> None:
+    from arag.serve.http.conversations import Conversations
+
+    store = Conversations(idle_expiry_s=3600, max_open=5, per_principal=3)
+    alice = [store.add(object(), "alice") for _ in range(4)]  # type: ignore[arg-type]
+    assert store.remove(alice[0], "alice") is False  # her oldest went past her quota of 3
+    bob = [store.add(object(), "bob") for _ in range(2)]  # type: ignore[arg-type]
+    # 5 in all (alice 3, bob 2): one more of bob's passes the total; the largest holder (alice) loses her oldest
+    store.add(object(), "bob")  # type: ignore[arg-type]
+    assert store.remove(alice[1], "alice") is False and store.remove(bob[0], "bob") is True
+    assert store.remove(alice[2], "bob") is False and store.remove(alice[2], "alice") is True
 
 
 def test_a_token_cannot_even_list_another_index(team: dict[str, Any]) -> None:

