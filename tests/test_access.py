@@ -27,7 +27,7 @@ from arag.serve.http import create_app
 from arag.settings import AgentSettings, LLMSettings, Settings
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from support.live_server import LiveServer
-from support.scripted_server import ScriptedServer, completion
+from support.scripted_server import ScriptedServer, completion, tool_call
 
 # (method, path under the index prefix, body, scope needed); bodies valid for read routes, and for ask routes an
 # empty question, which the route itself rejects (422) once the guard let it through
@@ -219,6 +219,34 @@ def test_an_ask_and_its_stream_run_on_the_tokens_index(team: dict[str, Any]) -> 
         assert "event: answer" in body and "event: done" in body
         reader = {"Authorization": f"Bearer {team['tokens']['reader-a']}"}
         assert client.post("/api/indexes/a/ask/stream", json={"question": "q?"}, headers=reader).status_code == 403
+
+
+def test_a_stream_stops_when_its_token_is_revoked(team: dict[str, Any]) -> None:
+    llm: ScriptedServer = team["llm"]
+    file: TokenFile = team["file"]
+    token = file.add("leaving", "ask", ["a"])
+    # a model that searches on and on, one call every 0.3 s
+    llm.replies = [completion(tool_calls=[tool_call("keyword_search", {"keywords": [f"w{n}"]}, f"c{n}")])
+                   for n in range(40)]  # fmt: skip
+    llm.delay_s = 0.3
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        with (
+            httpx.Client(base_url=team["url"], timeout=60, headers=headers) as client,
+            client.stream(
+                "POST", "/api/indexes/a/ask/stream", json={"question": "Who was Waldrada?", "max_steps": 30}
+            ) as events,
+        ):
+            lines = events.iter_lines()
+            assert next(line for line in lines if line.startswith("event: ")) == "event: step"
+            file.revoke("leaving")
+            os.utime(file.path, (2, 2))
+            rest = list(lines)
+        assert "event: error" in rest and any("token was revoked" in line for line in rest)
+        assert sum(1 for line in rest if line == "event: step") <= 2  # the steps under way when it was revoked
+    finally:
+        llm.delay_s = 0.0
+        llm.replies = []
 
 
 def test_the_audit_log_has_every_request_and_no_secret(team: dict[str, Any], tmp_path: Path) -> None:

@@ -38,7 +38,8 @@ class Guard:
         started = time.perf_counter()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         route = route_of(scope.get("path", ""), self.default_index)
-        principal = self.access.principal(_offered_tokens(scope, headers))
+        offered = _offered_tokens(scope, headers)
+        principal = self.access.principal(offered)
         status = [0]
         question: list[str] = []
         logged = [False]
@@ -73,6 +74,8 @@ class Guard:
                 await JSONResponse({"detail": refusal[1]}, refusal[0])(scope, receive, logged_send)
                 return
             scope["arag.principal"] = principal
+            # for what runs on after the reply began (an event stream, a long question): is the token still good?
+            scope["arag.still_allowed"] = lambda: self._refusal(self.access.principal(offered), route) is None
             length = headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
                 detail = {"detail": f"request body larger than {self.max_body} bytes"}

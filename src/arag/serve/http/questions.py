@@ -49,15 +49,23 @@ def router(served: ServedIndex) -> APIRouter:
     return router
 
 
+def still_allowed(request: Request) -> Callable[[], bool]:
+    """Whether the request's token still allows it (arag.serve.http.guard: it rereads the token file): a question
+    that runs on stops when its token is revoked."""
+    check = request.scope.get("arag.still_allowed")
+    return check if callable(check) else lambda: True
+
+
 async def until_the_client_leaves(request: Request, agent: Any, answer: Callable[[], Any]) -> Any:
     """``answer()`` in a worker thread; a client that disconnects meanwhile stops the agent at its next step (one
     model call at most), instead of the question running on to its step limit for nobody."""
     stop = threading.Event()
     agent.cancelled = stop.is_set
+    allowed = still_allowed(request)
 
     async def watch() -> None:
         while not stop.is_set():
-            if await request.is_disconnected():
+            if await request.is_disconnected() or not allowed():  # gone, or its token revoked meanwhile
                 stop.set()
                 return
             await anyio.sleep(0.2)
@@ -96,9 +104,13 @@ def ask_events(
                 yield sse("error", {"message": str(exc)})
                 return
             iterator = stream(served.index, question, agent=agent, stop=stop, where=scope, conversation=conversation)
+            allowed = still_allowed(request)
             while True:
                 event = await anyio.to_thread.run_sync(next, iterator, None)
                 if event is None or await request.is_disconnected():
+                    break
+                if not allowed():
+                    yield sse("error", {"message": "the token was revoked: the question stops here"})
                     break
                 kind = event["type"]
                 payload = {k: v for k, v in event.items() if k != "type"}
