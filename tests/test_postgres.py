@@ -780,3 +780,28 @@ def test_a_new_index_writes_postings_without_scanning_them_and_replaces_a_rewrit
             assert store.keyword_scores(keywords, 5) == [pair for pair in expected if pair[1] > 0], keywords
     finally:
         store.close()
+
+
+def test_an_export_during_a_sync_that_replaces_every_document_reads_one_snapshot(
+    nodes: list[PgNode], tmp_path: Path
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for n in range(30):
+        (folder / f"d{n}.md").write_text(f"Document {n}, version one. It has one sentence more.\n", encoding="utf-8")
+    location = nodes[0].database("export_snapshot", index="snap")
+    settings = fake_settings()
+    build_index([folder], location, settings)
+    index = Index.open(location, threads=1)
+    try:
+        pages = index.store.iter_chunks(batch=7)
+        first = [next(pages) for _ in range(7)]
+        for n in range(30):  # every document replaced, committed while the export is half-way
+            (folder / f"d{n}.md").write_text(f"Document {n}, version two.\n", encoding="utf-8")
+        build_index([folder], location, settings, sync=True)
+        exported = first + list(pages)
+        assert len(exported) == 30 and all("version one" in record.text for record in exported)
+        assert len({record.doc_id for record in exported}) == 30
+        assert all("version two" in record.text for record in index.store.iter_chunks())  # a new export: the new
+    finally:
+        index.close()

@@ -380,16 +380,21 @@ class PgStore:
         return {record.row: record for record in map(self._record, found)}
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[ChunkRecord]:
-        after = -1
-        while True:
-            found = self._fetch(
-                self._sql(f"SELECT {self._COLUMNS} FROM {{chunks}} WHERE row > %s ORDER BY row LIMIT %s"),
-                [after, batch],
-            )
-            yield from map(self._record, found)
-            if len(found) < batch:
-                return
-            after = int(found[-1][0])
+        """Every chunk in row order, page by page, all pages from one snapshot: a sync that commits while an
+        export runs is in none of them or, after it, in all (paging across commits gave both versions of a
+        document). The export holds one connection, its own read-only transaction, while it is consumed."""
+        query = self._sql(f"SELECT {self._COLUMNS} FROM {{chunks}} WHERE row > %s ORDER BY row LIMIT %s")
+        with self._conn() as conn, contextlib.ExitStack() as inside:
+            if getattr(self._pinned, "conn", None) is None:  # not already in a consistent() block's snapshot
+                inside.enter_context(conn.transaction())
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            after = -1
+            while True:
+                found = conn.execute(query, [after, batch]).fetchall()
+                yield from map(self._record, found)
+                if len(found) < batch:
+                    return
+                after = int(found[-1][0])
 
     def documents(self) -> list[DocumentRecord]:
         metadata = "metadata" if self.manifest.format_version >= METADATA_SINCE else "NULL"
