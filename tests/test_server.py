@@ -427,3 +427,42 @@ def test_a_client_that_leaves_stops_its_question_within_one_model_call(
         assert llm.received < 12
     finally:
         server.close()
+
+
+def test_half_sent_requests_are_closed_and_a_stalled_body_is_a_408(index: Index, llm: ScriptedServer) -> None:
+    import socket
+
+    from arag.serve.http import create_app
+    from arag.settings import ServerSettings as Limits
+
+    app = create_app(index, Settings(server=Limits(read_timeout_s=1.0)))
+    server = LiveServer(app, read_timeout_s=1.0)
+    host, port = server.url.removeprefix("http://").split(":")
+    try:
+        held = []
+        for _ in range(50):  # half a request's headers each, never finished
+            connection = socket.create_connection((host, int(port)), timeout=10)
+            connection.sendall(b"GET /api/info HTTP/1.1\r\nHost: x\r\n")
+            held.append(connection)
+        stalled = socket.create_connection((host, int(port)), timeout=10)
+        stalled.sendall(b"POST /api/search/keyword HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: 100\r\n\r\n{\"keywords\": ")  # fmt: skip
+        time.sleep(3.0)  # three deadlines' time
+        closed = 0
+        for connection in held:
+            connection.settimeout(0.5)
+            try:
+                closed += connection.recv(1024) == b""  # the server closed it
+            except ConnectionResetError:
+                closed += 1
+            except TimeoutError:  # still open
+                pass
+            connection.close()
+        assert closed == 50
+        reply = stalled.recv(4096).decode("latin-1")
+        stalled.close()
+        assert reply.startswith("HTTP/1.1 408") and "stalled" in reply
+        # a request sent whole still works
+        assert httpx.get(server.url + "/api/info", timeout=10).status_code == 200
+    finally:
+        server.close()

@@ -280,6 +280,13 @@ class ServerSettings(BaseModel):
     )
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body accepted.")
     request_timeout_s: float = Field(60.0, gt=0, description="Deadline of a search, read or info request, seconds.")
+    read_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="A request's headers must arrive within this many seconds of its connection, and its body "
+        "without a pause this long: a client that sends half a request is closed (or answered 408).",
+    )
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (default: none).")
     indexes: dict[str, str] = Field(
         default_factory=dict,

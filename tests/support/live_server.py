@@ -13,6 +13,7 @@ from arag.agent import Agent
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.serve.http import create_app
+from arag.serve.http.app import uvicorn_config
 from arag.settings import AgentSettings, LLMSettings, ServerSettings, Settings
 from support.scripted_server import ScriptedServer
 
@@ -20,8 +21,8 @@ from support.scripted_server import ScriptedServer
 class LiveServer:
     """uvicorn serving an app on a free loopback port, in a thread."""
 
-    def __init__(self, app: Any) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    def __init__(self, app: Any, read_timeout_s: float = 10.0) -> None:
+        self.server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", 0, read_timeout_s))  # as arag serve runs it
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30

@@ -89,7 +89,12 @@ def create_app(
         )
     access = access or Access([], server_settings.token)
     app.add_middleware(
-        Guard, access=access, default_index=default_name, max_body=server_settings.max_body_bytes, audit=audit
+        Guard,
+        access=access,
+        default_index=default_name,
+        max_body=server_settings.max_body_bytes,
+        audit=audit,
+        read_timeout_s=server_settings.read_timeout_s,
     )
     return app
 
@@ -108,6 +113,15 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
         for error in errors[:20]
     ]  # fmt: skip
     return JSONResponse({"detail": detail}, status_code=422)
+
+
+def uvicorn_config(app: Any, host: str, port: int, read_timeout_s: float) -> Any:
+    """uvicorn's configuration for the app: a deadline for each request's headers (uvicorn has none)."""
+    import uvicorn
+
+    from arag.serve.http.protocol import protocol_with
+
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", http=protocol_with(read_timeout_s))
 
 
 def _include_index(app: FastAPI, name: str, served: ServedIndex, default: bool) -> Any:
@@ -149,7 +163,7 @@ def serve(indexes: Index | Mapping[str, Index], settings: Settings, runs_dir: Pa
         )
     audit = AuditLog(server_settings.audit_log, server_settings.audit_questions) if server_settings.audit_log else None
     app = create_app(indexes, settings, runs_dir, access=access, audit=audit)
-    config = uvicorn.Config(app, host=server_settings.host, port=server_settings.port, log_level="warning")
+    config = uvicorn_config(app, server_settings.host, server_settings.port, server_settings.read_timeout_s)
     try:
         asyncio.run(uvicorn.Server(config).serve())
     finally:

@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+import anyio
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -21,15 +22,17 @@ class Guard:
     see, as for one that does not exist; 403 for a scope it lacks), a body-size cap, and a line in the audit log."""
 
     def __init__(
-        self, app: ASGIApp, access: Access, default_index: str, max_body: int, audit: AuditLog | None = None
+        self,
+        app: ASGIApp,
+        access: Access,
+        default_index: str,
+        max_body: int,
+        *,
+        audit: AuditLog | None = None,
+        read_timeout_s: float = 10.0,
     ) -> None:
-        self.app, self.access, self.default_index, self.max_body, self.audit = (
-            app,
-            access,
-            default_index,
-            max_body,
-            audit,
-        )
+        self.app, self.access, self.default_index, self.max_body = app, access, default_index, max_body
+        self.audit, self.read_timeout_s = audit, read_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,8 +87,18 @@ class Guard:
             received, kept = [0], bytearray()
             keep_body = self.audit is not None and self.audit.questions and route.scope == "ask"
 
+            body_done = [False]
+
             async def bounded_receive() -> Any:
-                message = await receive()
+                if body_done[0]:  # after the body: a wait for the client to leave, which may last the whole stream
+                    return await receive()
+                try:
+                    with anyio.fail_after(self.read_timeout_s):
+                        message = await receive()
+                except TimeoutError:
+                    raise HTTPException(408, f"the request body stalled for {self.read_timeout_s:g} s") from None
+                if message.get("type") != "http.request" or not message.get("more_body"):
+                    body_done[0] = True
                 body = message.get("body", b"")
                 received[0] += len(body)
                 if received[0] > self.max_body:
