@@ -8,7 +8,6 @@ MIN_SUPPORT it is not named (the chunk is still located)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
@@ -165,11 +164,11 @@ def _supporting_sentence(index: Index, record: ChunkRecord, claim: str) -> tuple
 def _longest_value(changes: list[list[Any]], length: int) -> Any:
     """The value of a ``[[offset, value], …]`` change list that holds the most of ``[0, length)``; the earliest of
     equals."""
-    spans: dict[str, tuple[int, int, Any]] = {}  # key -> (characters, first offset, value)
+    spans: dict[tuple[str, ...], tuple[int, int, Any]] = {}  # heading path -> (characters, first offset, value)
     for i, (start, value) in enumerate(changes):
         end = changes[i + 1][0] if i + 1 < len(changes) else length
         size = max(0, min(end, length) - max(start, 0))
-        key = json.dumps(value, sort_keys=True)
+        key = tuple(value or ())
         held, first, _ = spans.get(key, (0, start, value))
         spans[key] = (held + size, first, value)
     if not spans:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from arag.errors import ARagError
+from arag.serve.cli.bundles import with_bundles
 from arag.serve.cli.common import (
     ActionModeOpt,
     BaseUrlOpt,
@@ -37,6 +39,7 @@ from arag.settings import AgentSettings, LLMSettings, describe
 
 if TYPE_CHECKING:
     from arag.agent import AgentResult, Conversation
+    from arag.settings import Settings
 
 VerifyOpt = Annotated[
     bool | None,
@@ -45,6 +48,42 @@ VerifyOpt = Annotated[
         help=describe(AgentSettings, "verify_answers", "ARAG_AGENT__VERIFY_ANSWERS"),
     ),
 ]
+
+
+@dataclass
+class Asking:
+    """The options a question shares in ``arag ask`` and ``arag chat``: the model, the agent, the scope, the
+    verification, the settings file."""
+
+    max_steps: MaxStepsOpt = None
+    model: ModelOpt = None
+    base_url: BaseUrlOpt = None
+    local_model: LocalModelOpt = None
+    profile: ProfileOpt = None
+    policy: PolicyOpt = None
+    where: WhereOpt = None
+    verify: VerifyOpt = None
+    config: ConfigOpt = None
+
+    def settings(self, llm: dict[str, Any] | None = None, agent: dict[str, Any] | None = None) -> Settings:
+        """These options (and a command's own, ``llm`` and ``agent``) over ``--config``, ``ARAG_*``, the defaults."""
+        shared = {"max_steps": self.max_steps, "profile": self.profile, "policies": self.policy}
+        return settings_with(
+            self.config,
+            {
+                "llm": {"model": self.model, "base_url": self.base_url, **(llm or {})},
+                "agent": {**shared, "verify_answers": self.verify, **(agent or {})},
+            },
+        )
+
+    def agent(self, index_dir: str, settings: Settings, scope: Any, status: bool) -> Any:
+        """The agent over the index, the model loaded (a status line meanwhile, when ``status``)."""
+        from arag.api import make_agent
+
+        idx = open_index(index_dir, settings.index.threads)
+        scope_notes(idx, scope)
+        with _Status("loading the model…", enabled=status):
+            return make_agent(idx, settings, local_model=self.local_model)
 
 
 def _print_verification(verification: dict[str, Any] | None) -> None:
@@ -60,16 +99,12 @@ def _print_verification(verification: dict[str, Any] | None) -> None:
 
 
 @app.command()
+@with_bundles(asking=Asking)
 def ask(
+    asking: Asking,
     question: Annotated[str, typer.Argument(help="The question.")],
     index_dir: IndexOpt,
-    max_steps: MaxStepsOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    local_model: LocalModelOpt = None,
     action_mode: ActionModeOpt = None,
-    profile: ProfileOpt = None,
-    policy: PolicyOpt = None,
     parallel_tool_calls: Annotated[
         bool | None,
         typer.Option(
@@ -89,9 +124,6 @@ def ask(
     trajectory_file: Annotated[
         Path | None, typer.Option(help="Append the result as a JSON line to this file. [default: none]")
     ] = None,
-    where: WhereOpt = None,
-    verify: VerifyOpt = None,
-    config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question with the A-RAG agent, showing each step; --verify checks each claim of the answer against
@@ -100,30 +132,17 @@ def ask(
     from arag.filters import parse_filter
 
     question = check_question(question)
-    scope = parse_filter(where)
-
-    settings = settings_with(
-        config,
-        {
-            "llm": {"model": model, "base_url": base_url, "timeout_s": timeout},
-            "agent": {
-                "max_steps": max_steps,
-                "action_mode": action_mode,
-                "profile": profile,
-                "policies": policy,
-                "parallel_tool_calls": parallel_tool_calls,
-                "time_budget_s": time_budget,
-                "trajectory_file": str(trajectory_file) if trajectory_file else None,
-                "verify_answers": verify,
-            },
+    scope = parse_filter(asking.where)
+    settings = asking.settings(
+        llm={"timeout_s": timeout},
+        agent={
+            "action_mode": action_mode,
+            "parallel_tool_calls": parallel_tool_calls,
+            "time_budget_s": time_budget,
+            "trajectory_file": str(trajectory_file) if trajectory_file else None,
         },
     )
-    from arag.api import make_agent
-
-    idx = open_index(index_dir, settings.index.threads)
-    scope_notes(idx, scope)
-    with _Status("loading the model…", enabled=not as_json):
-        agent = make_agent(idx, settings, local_model=local_model)
+    agent = asking.agent(index_dir, settings, scope, status=not as_json)
     if as_json:
         result = agent.run(question, scope)
     else:
@@ -240,36 +259,16 @@ CHAT_HELP = (
 
 
 @app.command()
-def chat(
-    index_dir: IndexOpt,
-    max_steps: MaxStepsOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    local_model: LocalModelOpt = None,
-    profile: ProfileOpt = None,
-    policy: PolicyOpt = None,
-    where: WhereOpt = None,
-    verify: VerifyOpt = None,
-    config: ConfigOpt = None,
-) -> None:
+@with_bundles(asking=Asking)
+def chat(asking: Asking, index_dir: IndexOpt) -> None:
     """Talk to the agent: follow-up questions in context, one context tracker, the steps as they happen.
     /new, /sources, /quit; Ctrl-C stops the current answer and keeps the conversation."""
     from arag.agent import Conversation
-    from arag.api import make_agent
     from arag.filters import parse_filter
 
-    scope = parse_filter(where)
-    settings = settings_with(
-        config,
-        {
-            "llm": {"model": model, "base_url": base_url},
-            "agent": {"max_steps": max_steps, "profile": profile, "policies": policy, "verify_answers": verify},
-        },
-    )
-    idx = open_index(index_dir, settings.index.threads)
-    scope_notes(idx, scope)
-    with _Status("loading the model…", enabled=True):
-        agent = make_agent(idx, settings, local_model=local_model)
+    scope = parse_filter(asking.where)
+    settings = asking.settings()
+    agent = asking.agent(index_dir, settings, scope, status=True)
     agent.on_step = _show_step
     conversation = Conversation(agent, settings.conversation.max_tokens, scope)
     history = _ChatHistory()
