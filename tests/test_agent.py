@@ -16,6 +16,7 @@ from arag.agent.prompts import REPEATED
 from arag.errors import ConfigError
 from arag.harness.contract import NextAction
 from arag.harness.grammar import action_schema
+from arag.harness.policies.answer_check import CHECK_PROMPT
 from arag.harness.policies.phrase_answer import PHRASE_ANSWER
 from arag.harness.policies.short_answer import ShortAnswerSettings
 from arag.harness.text import CAP_MARGIN, whole_sentences
@@ -1255,3 +1256,30 @@ def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
     server.replies = [*search_read, forced_sentence, completion("851")]
     forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+phrase_answer"]).run(question)
     assert forced.stop_reason == "max_steps" and forced.answer == "851 [chunk Ermengarde of Tours#0]"
+
+
+def test_answer_check_makes_an_answer_its_sentences_do_not_state_not_in_the_documents(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    question = "Which abbey did Ermengarde of Tours found?"  # the documents do not say
+    near_miss = completion(json.dumps({"found": "x", "answer": "St. Maurice's Abbey [chunk Hucbert#0]"}))
+    search_read = [
+        action("keyword_search", keywords=["Ermengarde", "abbey"]),
+        action("chunk_read", chunk_ids=["Ermengarde of Tours#0", "Hucbert#0"]),
+    ]
+    server.replies = [*search_read, near_miss, completion("not stated")]
+    agent = local_json_agent(hippo_index, server, max_steps=4, policies=["+answer_check"])
+    result = agent.run(question)
+    assert result.answer == (
+        'Not in the documents: what was read does not state it (searched for: "Ermengarde"; "abbey").'
+    )
+    assert result.policies_acted["answer_check"] == 1 and len(server.requests) == 4
+    check = server.requests[-1]
+    assert "response_format" not in check and "tools" not in check
+    assert check["messages"][0]["content"] == CHECK_PROMPT and check["messages"][1]["content"].endswith(question)
+    assert "St. Maurice's Abbey" in check["messages"][1]["content"]  # the answer's own sentence was asked
+    # a check that names something, or fails, leaves the answer as it was
+    for reply in (completion("St. Maurice's Abbey"), (500, {"error": {"message": "out of memory"}})):
+        server.replies = [*search_read, near_miss, reply]
+        kept = agent.run(question)
+        assert kept.answer == "St. Maurice's Abbey [chunk Hucbert#0]" and not kept.error

@@ -29,6 +29,7 @@ from arag.harness import (
     register,
     resolve,
 )
+from arag.harness.policies.answer_check import CHECK_PROMPT, check_text
 from arag.harness.policies.grounded_answer import mend_citations
 from arag.harness.policies.phrase_answer import PHRASE_ANSWER
 from arag.harness.reads import closest_sentences, question_scores, reads_left, unread_hits
@@ -36,6 +37,7 @@ from arag.harness.text import says_nothing
 from arag.harness.view import CompactView
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
+from arag.text import says_not_found
 from arag.tools.toolkit import TOOL_NAMES, ToolCall
 from conftest import fake_run, guarded_call
 
@@ -614,3 +616,53 @@ def test_a_rambling_reread_reply_is_cut_to_the_answer_cap(hippo_index: Index) ->
     assert reread is not None
     answer = reread.answer("She died in 851. " * 40)
     assert len(answer) <= 200 and answer.endswith("851.") and answer.count("She died") < 15
+
+
+def test_answer_check_shows_the_answers_sentence_and_the_questions_first_hop(hippo_index: Index) -> None:
+    read = ["Teutberga#0", "Hucbert#0"]
+    sentences = [" ".join(s.split()) for r in hippo_index.read(read)[0] for s in hippo_index.sentences(r)]
+    question = "When did Teutberga's brother die?"
+    # the answer's sentence names Hucbert, not Teutberga: the sentence that names her is the question's first hop
+    assert check_text(hippo_index, read, question, "864 [chunk Hucbert#0]", window=0) == " ".join(
+        [sentences[0], sentences[2]]
+    )
+    assert check_text(hippo_index, read, question, "864", window=1) == " ".join(sentences[:4])
+    assert check_text(hippo_index, [], question, "864") is None
+
+
+def test_answer_check_turns_an_answer_its_sentences_do_not_state_into_not_in_the_documents(
+    hippo_index: Index,
+) -> None:
+    question = "When did Teutberga's brother die?"
+    run, (policy,) = fake_run(hippo_index, "answer_check", question=question)
+    assert policy.reread(run, "864") is None  # nothing read: nothing to check against
+    guarded_call(run, [policy], "keyword_search", {"keywords": ["Teutberga"]})
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Teutberga#0", "Hucbert#0"]})
+    answer = "864 [chunk Hucbert#0]"
+    reread = policy.reread(run, answer)
+    assert isinstance(reread, Reread)
+    system, user = reread.messages
+    assert system == {"role": "system", "content": CHECK_PROMPT} and "not stated" in system["content"]
+    assert user["content"].startswith("Text:\nTeutberga") and user["content"].endswith(f"Question: {question}")
+    # any phrase is an answer: the model's answer stands, as it was (the check's phrase is not the answer)
+    for reply in ("864", "died 864", "", "Hucbert"):
+        assert reread.answer(reply) == answer
+    assert acted([policy]) == {}
+    refused = reread.answer("Not stated.")
+    assert refused == 'Not in the documents: what was read does not state it (searched for: "Teutberga").'
+    assert says_not_found(refused) and acted([policy]) == {"answer_check": 1}
+    # a refusal, an either-or and a yes/no question are left alone
+    assert policy.reread(run, "Not in the documents (searched for: Teutberga).") is None
+    for other in ("Did Hucbert die in 864?", "Who died first, Hucbert or Teutberga?"):
+        asked, (same,) = fake_run(hippo_index, "answer_check", question=other)
+        guarded_call(asked, [same], "chunk_read", {"chunk_ids": ["Hucbert#0"]})
+        assert same.reread(asked, "Hucbert [chunk Hucbert#0]") is None
+
+
+@given(question=st.text(max_size=60), answer=st.text(max_size=60))
+def test_answer_check_text_takes_any_question_and_answer(hippo_index: Index, question: str, answer: str) -> None:
+    read = ["Teutberga#0", "Hucbert#0", "no such chunk"]
+    text = check_text(hippo_index, read, question, answer)
+    records = hippo_index.read(read)[0]
+    assert text is not None and set(text.split()) <= {w for r in records for w in r.text.split()} | {"Teutberga"}
+    assert "Teutberga" in text or "Hucbert" in text  # two sentences and their neighbours: never empty

@@ -805,3 +805,33 @@ def test_an_export_during_a_sync_that_replaces_every_document_reads_one_snapshot
         assert all("version two" in record.text for record in index.store.iter_chunks())  # a new export: the new
     finally:
         index.close()
+
+
+def test_office_documents_read_the_same_from_postgres(nodes: list[PgNode], tmp_path: Path) -> None:
+    """Slides, sheets split by rows, CSV rows: every chunk, its sentences and its place, and the citations' labels,
+    the same from both stores."""
+    from arag.citations import locate
+    from support.office_files import write_office_folder
+
+    folder = write_office_folder(tmp_path / "office")
+    embedded, postgres = str(tmp_path / "idx"), nodes[0].database("single", index="office")
+    for location in (embedded, postgres):
+        build_index([folder], location, fake_settings(), rebuild=True)
+
+    def view(index: Index) -> list[tuple[str, str, Any, list[str], str]]:
+        return [
+            (r.chunk_id, r.text, r.location, index.sentences(r), locate(index, r, r.text[-60:]).label)
+            for r in index.store.iter_chunks()
+        ]
+
+    opened = [Index.open(location, threads=1) for location in (embedded, postgres)]
+    try:
+        expected = view(opened[0])
+        assert any("sheet Headcount, cells A1:C49" in label for *_rest, label in expected)
+        assert any("slide 2" in label for *_rest, label in expected)
+        assert sorted(view(opened[1])) == sorted(expected)
+        keyword = [[h.to_dict() for h in index.keyword_search(["Lead 1"], 5)] for index in opened]
+        assert keyword[0] == keyword[1] and keyword[0]
+    finally:
+        for index in opened:
+            index.close()

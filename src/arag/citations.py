@@ -1,4 +1,5 @@
-"""Citations resolved to their source: the file, the page range of a PDF or the heading path of Markdown and HTML,
+"""Citations resolved to their source: the file, the page range of a PDF, the slide or sheet cells of an office file
+or the heading path of Markdown and HTML,
 and, where one can be found, the sentence of the cited chunk that best supports the claim.
 
 A chunk records where it came from when it is indexed (``corpus.readers.Structure.locate``): its offsets in the
@@ -34,6 +35,7 @@ class SourceLocation:
     title: str | None = None
     pages: list[int] = field(default_factory=list)  # first and last page (one item: a single page)
     headings: list[str] = field(default_factory=list)  # the heading path, outermost first
+    places: list[str] = field(default_factory=list)  # first and last place: "slide 3", "sheet Q3, cells A1:D40"
     start: int | None = None  # the chunk's offsets in the source file (PDF, HTML: in the extracted text)
     end: int | None = None
     sentence: str | None = None  # the sentence that supports the claim
@@ -48,6 +50,8 @@ class SourceLocation:
         if self.pages:
             span = f"page {self.pages[0]}" if len(self.pages) == 1 else f"pages {self.pages[0]}–{self.pages[-1]}"
             where += f", {span}"
+        if self.places:
+            where += ", " + " – ".join(self.places)
         if self.headings:
             where += " › " + " › ".join(self.headings)
         return where
@@ -80,6 +84,15 @@ def locate(index: Index, record: ChunkRecord, claim: str | None = None) -> Sourc
         first = _value_at(pages, at)
         last = _value_at(pages, location.sentence_end - 1 if location.sentence_end else len(record.text))
         location.pages = [first] if first == last else [first, last]
+    places = recorded.get("places") or []
+    if places:
+        # a sentence's own place; else the first and last places of the chunk's text ("" is no place)
+        if location.sentence is not None:
+            end = (location.sentence_end or 1) - 1
+            found_places = [_value_at(places, at), _value_at(places, end)]
+        else:
+            found_places = [value for _offset, value in places if value][:1] + [v for _o, v in places if v][-1:]
+        location.places = [str(p) for p in dict.fromkeys(found_places) if p]
     headings = recorded.get("headings") or []
     if headings:
         # a sentence's own section; else the section most of the chunk's text is in (a chunk that opens with a

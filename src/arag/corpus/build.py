@@ -72,7 +72,7 @@ def _prepare(doc: Document, settings: IndexSettings) -> list[PreparedChunk]:
             [(s.start, s.end) for s in draft.sentences],
             structure.locate(draft.start, draft.end),
         )
-        for draft in chunk_document(doc.text, settings.chunker.chunk_tokens, encoding)
+        for draft in chunk_document(doc.text, settings.chunker.chunk_tokens, encoding, structure.blocks)
     ]
 
 

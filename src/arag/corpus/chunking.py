@@ -8,7 +8,7 @@ cross a document boundary; a sentence longer than the budget is cut at whitespac
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -178,9 +178,13 @@ class ChunkDraft:
     n_tokens: int
 
 
-def chunk_document(text: str, chunk_tokens: int = 1000, encoding: str = "cl100k_base") -> list[ChunkDraft]:
-    """Pack whole sentences into chunks of at most ``chunk_tokens`` tokens (an over-long sentence is cut)."""
-    pieces = list(_sized_sentences(text, chunk_tokens, encoding))
+def chunk_document(
+    text: str, chunk_tokens: int = 1000, encoding: str = "cl100k_base", blocks: Sequence[tuple[int, int]] = ()
+) -> list[ChunkDraft]:
+    """Pack whole sentences into chunks of at most ``chunk_tokens`` tokens (an over-long sentence is cut).
+
+    ``blocks`` are spans of the text kept in one chunk (a table): each of their lines is a sentence (a row), and a
+    block that fits in a chunk is never split between two; one that does not is split between rows."""
     chunks: list[ChunkDraft] = []
     group: list[tuple[Span, int]] = []
     group_tokens = 0
@@ -194,22 +198,65 @@ def chunk_document(text: str, chunk_tokens: int = 1000, encoding: str = "cl100k_
         chunks.append(ChunkDraft(len(chunks), start, end, text[start:end], rel, group_tokens))
         group, group_tokens = [], 0
 
-    for span, tokens in pieces:
-        if group and group_tokens + tokens > chunk_tokens:
-            flush()
-        group.append((span, tokens))
-        group_tokens += tokens
+    for unit, whole in _units(text, chunk_tokens, encoding, blocks):
+        tokens = sum(t for _, t in unit)
+        if whole and tokens <= chunk_tokens:
+            if group and group_tokens + tokens > chunk_tokens:
+                flush()
+            group += unit
+            group_tokens += tokens
+            continue
+        for span, piece_tokens in unit:
+            if group and group_tokens + piece_tokens > chunk_tokens:
+                flush()
+            group.append((span, piece_tokens))
+            group_tokens += piece_tokens
     flush()
     return chunks
 
 
-def _sized_sentences(text: str, limit: int, encoding: str) -> Iterator[tuple[Span, int]]:
-    for span in split_sentences(text):
-        tokens = count_tokens(text[span.start : span.end], encoding)
-        if tokens <= limit:
-            yield span, tokens
-        else:
-            yield from _cut_long_sentence(text, span, limit, encoding)
+def _units(
+    text: str, limit: int, encoding: str, blocks: Sequence[tuple[int, int]]
+) -> Iterator[tuple[list[tuple[Span, int]], bool]]:
+    """The text's sentences in order, as (pieces, kept whole): a block's rows together, else one sentence each."""
+    at = 0
+    for block_start, block_end in sorted((max(0, a), min(len(text), b)) for a, b in blocks if a < b):
+        if block_start < at:  # overlapping blocks: the first one holds
+            continue
+        if block_start > at:
+            yield from (([piece], False) for piece in _sized_sentences(text, limit, encoding, at, block_start))
+        rows: list[Span] = []
+        for line in _LINE.finditer(text[block_start:block_end]):
+            row = Span(block_start + line.start(), block_start + line.end())
+            if rows and not line.group().strip():  # a blank line belongs to the row before it
+                rows[-1] = Span(rows[-1].start, row.end)
+            else:
+                rows.append(row)
+        pieces = [piece for row in rows for piece in _sized(text, row, limit, encoding)]
+        if pieces:
+            yield pieces, True
+        at = block_end
+    if at < len(text):
+        yield from (([piece], False) for piece in _sized_sentences(text, limit, encoding, at, len(text)))
+
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+
+
+def _sized_sentences(
+    text: str, limit: int, encoding: str, start: int = 0, end: int | None = None
+) -> Iterator[tuple[Span, int]]:
+    region = text[start:end]
+    for span in split_sentences(region):
+        yield from _sized(text, Span(start + span.start, start + span.end), limit, encoding)
+
+
+def _sized(text: str, span: Span, limit: int, encoding: str) -> Iterator[tuple[Span, int]]:
+    tokens = count_tokens(text[span.start : span.end], encoding)
+    if tokens <= limit:
+        yield span, tokens
+    else:
+        yield from _cut_long_sentence(text, span, limit, encoding)
 
 
 def _cut_long_sentence(text: str, span: Span, limit: int, encoding: str) -> Iterator[tuple[Span, int]]:

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arag.corpus.markup import html_to_text, read_text
+from arag.corpus.office import OFFICE_SUFFIXES
 from arag.errors import IngestError
 from arag.text import storable
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst"} | MARKDOWN_SUFFIXES
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".json", ".jsonl"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".json", ".jsonl"} | OFFICE_SUFFIXES
 _REFERENCE_CHUNK = re.compile(r"^(\d+):", re.S)
 
 
@@ -35,12 +37,17 @@ MAX_METADATA_CHARS = 1000  # a longer value is cut: metadata is for filtering, n
 @dataclass(slots=True)
 class Structure:
     """Where the text of a document came from: the offset at which each PDF page starts (with its number, from
-    1), the headings (offset, level, text) of Markdown and HTML, and how many characters of the file come before
+    1), the headings (offset, level, text) of Markdown, HTML and the office formats, their places (slides, sheets'
+    cell ranges), and how many characters of the file come before
     the text (Markdown front matter), so that offsets are the file's."""
 
     pages: list[tuple[int, int]] = field(default_factory=list)
     headings: list[tuple[int, int, str]] = field(default_factory=list)
     offset: int = 0
+    # where the text at each offset came from, in other terms than pages ("slide 3", "sheet Q3, cells A1:D40";
+    # "": nowhere in particular), and the spans the chunker keeps in one chunk (a table's parts)
+    places: list[tuple[int, str]] = field(default_factory=list)
+    blocks: list[tuple[int, int]] = field(default_factory=list)
 
     def locate(self, start: int, end: int) -> dict[str, Any]:
         """Where the text ``[start, end)`` comes from, as a chunk records it: its offsets in the file (``start``,
@@ -52,6 +59,11 @@ class Structure:
             pages = [[0, current[-1] if current else self.pages[0][1]]]
             pages += [[page_start - start, number] for page_start, number in self.pages if start < page_start < end]
             location["pages"] = pages
+        if self.places:
+            current_place = [label for place_start, label in self.places if place_start <= start]
+            places: list[list[Any]] = [[0, current_place[-1] if current_place else ""]]
+            places += [[place_start - start, label] for place_start, label in self.places if start < place_start < end]
+            location["places"] = places
         if self.headings:
             path: list[tuple[int, str]] = []  # (level, text) of the open headings
             changes: list[list[Any]] = []
@@ -200,7 +212,8 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
                 problems.append(
                     Problem(
                         str(path),
-                        f"unsupported file type {path.suffix or '(none)'!r}; use .txt .md .html .pdf .json .jsonl",
+                        f"unsupported file type {path.suffix or '(none)'!r}; "
+                        f"use {' '.join(sorted(SUPPORTED_SUFFIXES))}",
                     )
                 )
         else:
@@ -214,14 +227,22 @@ def read_source(path: Path, doc_prefix: str | None = None) -> list[Document]:
     source = str(path.resolve())
     doc_id = doc_prefix if doc_prefix is not None else path.name
     about = _file_metadata(path, doc_id)
+    if suffix in OFFICE_SUFFIXES:
+        from arag.corpus.office import read_office
+
+        text, built, info, found_title = read_office(path, suffix)
+        structure = Structure(headings=built.headings, places=built.places, blocks=built.blocks)
+        title = found_title or path.stem
+        metadata = {**info, **about, "title": title}
+        return [Document(doc_id, text, source, title=title, metadata=metadata, structure=structure)]
     if suffix == ".pdf":
         text, pages, info = _read_pdf(path)
         title = str(info.get("title") or path.stem)
         metadata = {**info, **about, "title": title}
         return [Document(doc_id, text, source, title=title, metadata=metadata, structure=Structure(pages=pages))]
-    raw = _read_text(path)
+    raw = read_text(path)
     if suffix in HTML_SUFFIXES:
-        text, page_title, headings, meta = _html_to_text(raw)
+        text, page_title, headings, meta = html_to_text(raw)
         title = page_title or str(meta.get("title") or "") or path.stem
         metadata = {**meta, **about, "title": title}
         structure = Structure(headings=headings)
@@ -298,99 +319,10 @@ def markdown_headings(text: str) -> list[tuple[int, int, str]]:
     return headings
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise IngestError(f"cannot read: {exc.strerror or exc}") from None
-    if b"\x00" in data[:8192]:
-        raise IngestError("binary file (contains NUL bytes), not text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"not UTF-8 (invalid byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
-    if not text.strip():
-        raise IngestError("empty file")
-    return text
-
-
 def _non_empty(text: str, path: Path) -> str:
     if not text.strip():
         raise IngestError("no text content")
     return text
-
-
-_HEADING_MARK = re.compile("\x02([1-6])(.*?)\x03", re.S)
-
-
-def _html_to_text(raw: str) -> tuple[str, str | None, list[tuple[int, int, str]], dict[str, str]]:
-    """(text, title, headings as (offset, level, text), the ``<meta name=… content=…>`` fields) of an HTML page."""
-    import warnings
-
-    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
-
-    raw = raw.replace("\x02", " ").replace("\x03", " ")  # the heading marks below are these two characters
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
-        soup = BeautifulSoup(raw, "html.parser")
-    meta: dict[str, str] = {}
-    for tag in soup.find_all("meta"):
-        name = tag.get("name") or tag.get("property")
-        content = tag.get("content")
-        if isinstance(name, str) and isinstance(content, str) and name.strip():
-            meta.setdefault(name.strip().lower(), content)
-    for tag in soup(["script", "style", "noscript", "template", "head"]):
-        if tag.name == "head":
-            continue
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else None
-    if soup.head:
-        soup.head.decompose()
-    for heading in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
-        text = " ".join(heading.get_text().split())
-        heading.clear()
-        heading.append(f"\x02{heading.name[1]}{text}\x03")
-    blocks = [
-        "p",
-        "div",
-        "li",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "tr",
-        "pre",
-        "blockquote",
-        "section",
-        "article",
-        "br",
-        "table",
-        "ul",
-        "ol",
-        "dd",
-        "dt",
-    ]
-    for tag in soup.find_all(blocks):
-        tag.insert_after("\n\n" if tag.name != "br" else "\n")
-    text = soup.get_text()
-    text = re.sub(r"[ \t\r\f\v]+", " ", text)
-    text = re.sub(r" ?\n ?", "\n", text)
-    text = re.sub(r"\n{3,}", "\n\n", text).strip()
-    headings: list[tuple[int, int, str]] = []
-    pieces: list[str] = []
-    length, last = 0, 0
-    for match in _HEADING_MARK.finditer(text):
-        pieces.append(text[last : match.start()])
-        length += match.start() - last
-        if match.group(2).strip():
-            headings.append((length, int(match.group(1)), match.group(2).strip()))
-        pieces.append(match.group(2))
-        length += len(match.group(2))
-        last = match.end()
-    pieces.append(text[last:])
-    return "".join(pieces), title, headings, meta
 
 
 _PDF_INFO = {

@@ -45,10 +45,11 @@ ORDER: dict[str, tuple[str, ...]] = {
     "revise": ("short_answer", "grounded_answer", "evidence_ledger"),
     # Notes follow a result in this order (they never meet today: closest_sentence notes reads, same_name searches).
     "note": ("closest_sentence", "same_name"),
-    # Opening calls are made, start messages said and rereads asked in this order.
+    # Opening calls are made, start messages said and rereads asked in this order: the answer is checked as it
+    # will be shown, after phrase_answer shortened it.
     "opening": ("opening_search",),
     "start": ("confident_stop",),
-    "reread": ("phrase_answer",),
+    "reread": ("phrase_answer", "answer_check"),
 }
 
 

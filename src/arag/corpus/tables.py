@@ -1,0 +1,86 @@
+"""Tables as text: one Markdown table per table read (a spreadsheet's sheet, a Word or PowerPoint table, a CSV file),
+split by rows into tables that each fit a chunk, every part with the header row and the caption repeated.
+
+A model reads a Markdown table's columns where a run of cell values loses them. The chunker keeps each part in one
+chunk (:class:`arag.corpus.readers.Structure` ``blocks``), so a row is never cut from its header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from arag.corpus.chunking import count_tokens
+
+# A part of a long table: under the default chunk (1000 tokens) with room for a caption and the chunk's other text.
+PART_TOKENS = 600
+MAX_CELL_CHARS = 500  # a longer cell (a pasted paragraph) is cut: a table row is one sentence of the index
+
+
+@dataclass(frozen=True, slots=True)
+class TablePart:
+    """One part of a table as text, and the rows of the table it holds (0-based, the header row aside)."""
+
+    text: str
+    first_row: int
+    last_row: int
+
+
+def cell_text(value: object) -> str:
+    """A cell as one line of a Markdown table: whitespace folded, pipes escaped, cut at MAX_CELL_CHARS."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = " ".join(str(value).split())
+    if len(text) > MAX_CELL_CHARS:
+        text = text[: MAX_CELL_CHARS - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def rectangular(rows: Sequence[Sequence[object]]) -> list[list[str]]:
+    """The rows as cell texts, every row as wide as the widest, rows and trailing columns with nothing left out."""
+    cells = [[cell_text(v) for v in row] for row in rows]
+    cells = [row for row in cells if any(row)]
+    width = max((max((i + 1 for i, c in enumerate(row) if c), default=0) for row in cells), default=0)
+    return [(row + [""] * width)[:width] for row in cells]
+
+
+def markdown_rows(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def table_parts(
+    rows: Sequence[Sequence[object]], caption: str = "", part_tokens: int = PART_TOKENS, encoding: str = "cl100k_base"
+) -> list[TablePart]:
+    """The table (its first row is the header) as Markdown tables of at most ``part_tokens`` tokens each (a
+    single row over it stands alone), each with the caption line (a part after the first says so) and the header."""
+    table = rectangular(rows)
+    if not table or not table[0]:
+        return []
+    header, body = table[0], table[1:]
+    if not body:
+        return [TablePart((f"{caption}\n" if caption else "") + markdown_rows(header, []), 0, -1)]
+    parts: list[TablePart] = []
+    first = 0
+    while first < len(body):
+        lead = f"{caption or 'Table'} (continued, rows {first + 1}–{len(body)})\n" if parts else ""
+        lead = lead or (f"{caption}\n" if caption else "")
+        budget = part_tokens - count_tokens(lead + markdown_rows(header, []), encoding)
+        last = first
+        used = count_tokens(markdown_rows(header, [body[first]]), encoding) - count_tokens(
+            markdown_rows(header, []), encoding
+        )
+        while last + 1 < len(body):
+            cost = count_tokens("| " + " | ".join(body[last + 1]) + " |\n", encoding)
+            if used + cost > budget:
+                break
+            used += cost
+            last += 1
+        if parts:  # the rows it holds, now known
+            lead = f"{caption or 'Table'} (continued, rows {first + 1}–{last + 1})\n"
+        parts.append(TablePart(lead + markdown_rows(header, body[first : last + 1]), first, last))
+        first = last + 1
+    return parts

@@ -1,0 +1,181 @@
+"""The office readers (arag.corpus.office) on documents made here with the registries' writers: each kind indexed,
+its chunks citing their slide, sheet cells, rows or table; long tables split by rows with the header in every
+part; damaged files reported once and skipped."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arag.citations import locate
+from arag.corpus.build import build_index
+from arag.corpus.chunking import chunk_document, count_tokens
+from arag.corpus.readers import read_source
+from arag.corpus.tables import PART_TOKENS, table_parts
+from arag.errors import IngestError
+from arag.index import Index
+from conftest import fake_settings
+from support.office_files import TEAMS, write_docx, write_epub, write_office_folder, write_pptx, write_xlsx
+
+
+@pytest.fixture(scope="module")
+def office_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    folder = write_office_folder(tmp_path_factory.mktemp("office") / "docs")
+    report = build_index([folder], folder.parent / "idx", fake_settings())
+    assert not report.problems and report.documents == 7
+    return Index.open(folder.parent / "idx", threads=1)
+
+
+def labels_of(index: Index, keyword: str, claim: str | None = None) -> list[str]:
+    hits = index.keyword_search([keyword], 10)
+    records, _ = index.read([h.chunk_id for h in hits])
+    return [locate(index, record, claim).label for record in records]
+
+
+def test_each_kind_is_indexed_and_cites_where_its_text_came_from(office_index: Index) -> None:
+    assert labels_of(office_index, "Lisbon–Tokyo", "Lisbon–Tokyo $1,400") == ["docs/policy.docx, table 1 › Flights"]
+    assert labels_of(office_index, "Hotels in Europe", "Hotels in Europe cost up to $180 a night.") == [
+        "docs/policy.docx › Hotels › Europe"
+    ]
+    notes = "Notes: APAC overtook EMEA for the first time."
+    assert labels_of(office_index, "APAC overtook", notes) == ["docs/q3.pptx, slide 2 › By region"]
+    assert labels_of(office_index, "APAC overtook") == ["docs/q3.pptx, slide 1 – slide 2 › By region"]
+    assert labels_of(office_index, "Laptops", "Laptops 52000") == [
+        "docs/headcount.xlsx, sheet Budget, cells B3:C4 › Budget"
+    ]
+    assert labels_of(office_index, "Oslo") == ["docs/people.csv, rows 1–2"]
+    assert labels_of(office_index, "cork oak", "The cork oak grows in Alentejo.") == ["docs/guide.epub › Trees"]
+    assert labels_of(office_index, "Porto") == ["docs/offsite.eml › Offsite moved"]
+    docs = {d.metadata["path"]: d for d in office_index.documents()}
+    assert docs["docs/policy.docx"].title == "Travel policy"
+    assert docs["docs/policy.docx"].metadata["author"] == "Maria Castellanos"
+    assert docs["docs/q3.pptx"].title == "Q3 results" and docs["docs/q3.pptx"].metadata["slides"] == 2
+    assert docs["docs/headcount.xlsx"].metadata["sheets"] == ["Headcount", "Budget", "Empty"]
+    assert docs["docs/guide.epub"].metadata["author"] == "Ana Silva"
+    offsite = docs["docs/offsite.eml"].metadata
+    assert offsite["date"] == "2026-11-03T10:00:00+00:00" and offsite["attachments"] == ["agenda.pdf"]
+    assert office_index.keyword_search(["Teutberga"], 5) == []
+
+
+def test_word_tables_slides_and_notes_read_as_markdown(tmp_path: Path) -> None:
+    write_docx(tmp_path / "policy.docx")
+    write_pptx(tmp_path / "q3.pptx")
+    (policy,) = read_source(tmp_path / "policy.docx")
+    assert "| Route | Max fare |\n|---|---|\n| Lisbon–Boston | $900 |\n| Lisbon–Tokyo | $1,400 |\n" in policy.text
+    assert policy.text.startswith("# Flights\n\nEmployees fly economy")
+    (deck,) = read_source(tmp_path / "q3.pptx")
+    assert "# By region" in deck.text and "| EMEA | $1.9M |" in deck.text
+    assert "Notes: APAC overtook EMEA for the first time." in deck.text
+    assert [label for _offset, label in deck.structure.places] == ["slide 1", "slide 2"]
+    write_epub(tmp_path / "guide.epub")
+    (guide,) = read_source(tmp_path / "guide.epub")
+    assert guide.text.count("Birds") == 1  # the table of contents is not read as a chapter
+
+
+def test_a_long_sheet_is_split_by_rows_with_its_header_in_every_chunk(tmp_path: Path) -> None:
+    write_xlsx(tmp_path / "headcount.xlsx")
+    build_index([tmp_path / "headcount.xlsx"], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    records, _ = index.read([f"headcount.xlsx#{n}" for n in range(10)])
+    header = "| Team | Engineers | Lead |\n|---|---|---|\n"
+    table_chunks = [r for r in records if "| Team " in r.text]
+    assert len(table_chunks) >= 3
+    seen: list[str] = []
+    for record in table_chunks:
+        assert header in record.text
+        seen += re.findall(r"^\| (Team \d+) \|", record.text, re.M)
+        for sentence in index.sentences(record):  # a row is a sentence of its own
+            assert sentence.count("\n| Team ") <= 1
+    assert seen == [f"Team {i}" for i in range(150)]  # every row once, in order, none cut from its header
+    labels = [locate(index, r).label for r in table_chunks]
+    assert labels[0].startswith("headcount.xlsx, sheet Headcount, cells A1:C")
+    (sheets,) = read_source(tmp_path / "headcount.xlsx")
+    places = [label for _offset, label in sheets.structure.places if "Headcount" in label]
+    # each part names its rows as the sheet numbers them: the header in row 1, 150 rows below it
+    assert places[0] == "sheet Headcount, cells A1:C49" and places[-1].endswith(":C151") and len(places) == 4
+    for earlier, later in itertools.pairwise(places):
+        assert int(later.split(":C")[0].split("cells A")[1]) == int(earlier.split(":C")[1]) + 1
+    index.close()
+
+
+@pytest.mark.parametrize(
+    "name,content,reason",
+    [
+        ("short.docx", b"PK\x03\x04truncated", "not a readable DOCX"),
+        ("short.pptx", b"PK\x03\x04truncated", "not a readable PPTX"),
+        ("short.xlsx", b"PK\x03\x04truncated", "not a readable XLSX"),
+        ("short.epub", b"PK\x03\x04truncated", "not a readable EPUB"),
+        ("text.docx", b"just some text", "not a readable DOCX"),
+        ("empty.csv", b"", "empty"),
+        ("blank.csv", b"\n\n", "empty"),
+        ("noise.eml", b"\x00\x01 not mail", "not an e-mail"),
+    ],
+)
+def test_damaged_files_raise_a_reason(tmp_path: Path, name: str, content: bytes, reason: str) -> None:
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(IngestError, match=reason):
+        read_source(tmp_path / name)
+
+
+def test_a_damaged_file_is_reported_once_and_the_rest_indexed(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write_docx(folder / "policy.docx")
+    good = (folder / "policy.docx").read_bytes()
+    (folder / "cut.docx").write_bytes(good[: len(good) // 2])
+    (folder / "empty.xlsx").write_bytes(b"")
+    report = build_index([folder], tmp_path / "idx", fake_settings())
+    assert sorted(Path(p.path).name for p in report.problems) == ["cut.docx", "empty.xlsx"]
+    assert report.documents == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=30)), min_size=1, max_size=5),
+        min_size=1,
+        max_size=60,
+    ),
+    caption=st.text(max_size=20).map(lambda s: " ".join(s.split())),
+)
+def test_table_parts_keep_every_row_once_under_their_header(rows: list[list[object]], caption: str) -> None:
+    parts = table_parts(rows, caption, part_tokens=120)
+    lines = [[line for line in part.text.splitlines() if line.startswith("| ")] for part in parts]
+    if not parts:
+        return
+    headers = {part_lines[0] for part_lines in lines}
+    assert len(headers) == 1  # the same header on every part
+    body = [line for part_lines in lines for line in part_lines[1:]]
+    assert [p.first_row for p in parts] == [0, *(p.last_row + 1 for p in parts[:-1])]
+    assert len(body) == parts[-1].last_row + 1
+    for part in parts:
+        if part.last_row > part.first_row:  # more than one row: it kept within its budget
+            assert count_tokens(part.text) <= 120 + 40
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    before=st.text(alphabet="ab. \n", max_size=200),
+    rows=st.integers(1, 40),
+    after=st.text(alphabet="ab. \n", max_size=200),
+    limit=st.integers(30, 200),
+)
+def test_chunks_tile_the_text_and_never_split_a_table_that_fits(before: str, rows: int, after: str, limit: int) -> None:
+    table = "".join(part.text for part in table_parts(TEAMS[: rows + 1], part_tokens=PART_TOKENS))
+    text = before + table + after
+    block = (len(before), len(before) + len(table))
+    chunks = chunk_document(text, limit, blocks=[block])
+    assert "".join(c.text for c in chunks) == text
+    fits = count_tokens(table) <= limit
+    inside = [c for c in chunks if c.start < block[1] and c.end > block[0]]
+    if fits:
+        assert len(inside) == 1 and inside[0].start <= block[0] and inside[0].end >= block[1]
+    for chunk in inside:  # a row is never cut: every chunk boundary inside the table is at a line's end
+        for edge in (chunk.start, chunk.end):
+            if block[0] < edge < block[1]:
+                assert text[edge - 1] == "\n"
