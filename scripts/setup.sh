@@ -46,6 +46,9 @@ echo "setup: installing a-rag${*:+ with $*} at the versions of requirements.lock
 pip_install --upgrade pip
 extras=$(IFS=,; echo "$*")
 pip_install -c requirements.lock -e ".${extras:+[$extras]}"
+# RapidOCR (text in images and scanned PDF pages; its models are inside the wheel) without its opencv-python
+# requirement: pyproject installs the headless OpenCV, which needs no desktop libGL
+pip_install -c requirements.lock --no-deps rapidocr-onnxruntime
 echo "a-rag installed in .venv (extras: ${extras:-none})"
 # Build (and cache, sha256-checked) the default embedder's graphs now, so the first index or query loads in
 # well under a second instead of ~2 s.

@@ -179,3 +179,32 @@ def test_chunks_tile_the_text_and_never_split_a_table_that_fits(before: str, row
         for edge in (chunk.start, chunk.end):
             if block[0] < edge < block[1]:
                 assert text[edge - 1] == "\n"
+
+
+def test_an_html_data_table_reads_as_a_markdown_table_and_a_layout_table_as_text(tmp_path: Path) -> None:
+    rows = "".join(f"<tr><td>Route {i}</td><td>${i * 10}</td></tr>" for i in range(120))
+    page = (
+        "<html><head><title>Fares</title></head><body><h1>Prices</h1><p>Our prices.</p>"
+        f"<table><caption>2026 fares</caption><tr><th>Route</th><th>Fare</th></tr>{rows}</table>"
+        "<table><tr><td>Laid out in one cell.</td></tr></table></body></html>"
+    )
+    (tmp_path / "fares.html").write_text(page, encoding="utf-8")
+    (document,) = read_source(tmp_path / "fares.html")
+    parts = [document.text[a:b] for a, b in document.structure.blocks]
+    assert len(parts) >= 2 and parts[0].startswith("2026 fares\n| Route | Fare |\n|---|---|\n| Route 0 | $0 |")
+    assert all("| Route | Fare |\n|---|---|\n" in part for part in parts)
+    assert "2026 fares (continued, rows" in parts[1]
+    assert document.text.rstrip().endswith("Laid out in one cell.")  # a one-column table lays the page out
+    assert [row for part in parts for row in re.findall(r"^\| (Route \d+) \|", part, re.M)] == [
+        f"Route {i}" for i in range(120)
+    ]
+    build_index([tmp_path / "fares.html"], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    try:
+        (hit,) = index.keyword_search(["Route 99 |"], 3)
+        (record,), _ = index.read([hit.chunk_id])
+        assert (
+            "| Route | Fare |" in record.text and locate(index, record, "Route 99 $990").label == "fares.html › Prices"
+        )
+    finally:
+        index.close()

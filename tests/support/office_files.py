@@ -106,3 +106,37 @@ def write_office_folder(folder: Path) -> Path:
     (folder / "people.csv").write_text("name;city;age\nAna;Lisbon;34\nBo;Oslo;41\n", encoding="utf-8")
     (folder / "scores.tsv").write_text("team\tscore\nRed\t7\n", encoding="utf-8")
     return folder
+
+
+DEPOTS = [["Depot", "Crates", "Manager"], *([f"Depot {i}", str(i * 7), f"Manager {i}"] for i in range(90))]
+
+
+def write_table_pdf(path: Path) -> None:
+    """A sentence, a ruled table of 90 rows over three pages (its header on the first page only), a sentence."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    pdf.cell(text="Quarterly shipments by depot, 2026.")
+    pdf.ln(12)
+    with pdf.table(repeat_headings=0) as table:
+        for values in DEPOTS:
+            row = table.row()
+            for value in values:
+                row.cell(value)
+    pdf.ln(6)
+    pdf.cell(text="All depots report monthly.")
+    pdf.output(str(path))
+
+
+def text_image(lines: list[str], width: int = 1240) -> object:
+    """A white image with ``lines`` written on it in a 32-pixel font."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (width, 120 + 70 * len(lines)), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=32)
+    for number, line in enumerate(lines):
+        draw.text((60, 60 + 70 * number), line, fill="black", font=font)
+    return image

@@ -1,11 +1,14 @@
 """Text files and HTML pages as text: the decoding every text reader shares, and HTML's visible text with its
-headings and ``<meta>`` fields (used for .html files, EPUB chapters and HTML e-mail bodies)."""
+headings, its data tables as Markdown tables and its ``<meta>`` fields (used for .html files, EPUB chapters and
+HTML e-mail bodies)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from arag.corpus.tables import table_parts
 from arag.errors import IngestError
 
 
@@ -25,16 +28,44 @@ def read_text(path: Path) -> str:
     return text
 
 
-_HEADING_MARK = re.compile("\x02([1-6])(.*?)\x03", re.S)
+_MARK = re.compile("\x02([1-6])(.*?)\x03|\x04(\\d+)\x05", re.S)  # a heading's text, or a table's number
 
 
-def html_to_text(raw: str) -> tuple[str, str | None, list[tuple[int, int, str]], dict[str, str]]:
-    """(text, title, headings as (offset, level, text), the ``<meta name=… content=…>`` fields) of an HTML page."""
+@dataclass
+class HtmlText:
+    """An HTML page as text: its title, headings (offset, level, text), ``<meta name=… content=…>`` fields and the
+    spans of its tables' Markdown parts (kept whole by the chunker)."""
+
+    text: str
+    title: str | None = None
+    headings: list[tuple[int, int, str]] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
+    blocks: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _data_table(table: object) -> list[list[str]] | None:
+    """A ``<table>``'s rows as cell texts, if it holds data: no table inside it, at least two rows and two columns
+    (a one-column or nested table lays a page out, and reads as text)."""
+    if table.find("table") is not None:  # type: ignore[attr-defined]
+        return None
+    rows = [
+        [" ".join(cell.get_text(" ").split()) for cell in row.find_all(["td", "th"])]
+        for row in table.find_all("tr")  # type: ignore[attr-defined]
+    ]
+    rows = [row for row in rows if any(row)]
+    if len(rows) < 2 or max(len(row) for row in rows) < 2:
+        return None
+    return rows
+
+
+def html_to_text(raw: str) -> HtmlText:
+    """An HTML page's visible text, with its headings, data tables (as Markdown) and meta fields."""
     import warnings
 
     from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
 
-    raw = raw.replace("\x02", " ").replace("\x03", " ")  # the heading marks below are these two characters
+    # the heading and table marks below are these four characters
+    raw = raw.replace("\x02", " ").replace("\x03", " ").replace("\x04", " ").replace("\x05", " ")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
         soup = BeautifulSoup(raw, "html.parser")
@@ -51,6 +82,14 @@ def html_to_text(raw: str) -> tuple[str, str | None, list[tuple[int, int, str]],
     title = soup.title.get_text(strip=True) if soup.title else None
     if soup.head:
         soup.head.decompose()
+    raw_tables: list[list[str]] = []  # each data table's Markdown parts
+    for table in soup.find_all("table"):
+        rows = _data_table(table)
+        if rows is None:
+            continue
+        caption = " ".join(table.caption.get_text(" ").split()) if table.caption else ""
+        raw_tables.append([part.text.rstrip("\n") for part in table_parts(rows, caption)])
+        table.replace_with(f"\n\n\x04{len(raw_tables) - 1}\x05\n\n")
     for heading in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
         text = " ".join(heading.get_text().split())
         heading.clear()
@@ -84,15 +123,25 @@ def html_to_text(raw: str) -> tuple[str, str | None, list[tuple[int, int, str]],
     text = re.sub(r" ?\n ?", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
     headings: list[tuple[int, int, str]] = []
+    table_spans: list[tuple[int, int]] = []
     pieces: list[str] = []
     length, last = 0, 0
-    for match in _HEADING_MARK.finditer(text):
+    for match in _MARK.finditer(text):
         pieces.append(text[last : match.start()])
         length += match.start() - last
+        last = match.end()
+        if match.group(3) is not None:  # a table: its parts, each a block
+            for number, part in enumerate(raw_tables[int(match.group(3))]):
+                if number:
+                    pieces.append("\n\n")
+                    length += 2
+                table_spans.append((length, length + len(part)))
+                pieces.append(part)
+                length += len(part)
+            continue
         if match.group(2).strip():
             headings.append((length, int(match.group(1)), match.group(2).strip()))
         pieces.append(match.group(2))
         length += len(match.group(2))
-        last = match.end()
     pieces.append(text[last:])
-    return "".join(pieces), title, headings, meta
+    return HtmlText("".join(pieces), title, headings, meta, table_spans)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from arag.corpus.markup import HtmlText
 from arag.corpus.tables import TablePart, table_parts
 from arag.errors import IngestError
 
@@ -63,12 +64,13 @@ class TextBuilder:
         if text:
             self._add(text + "\n\n")
 
-    def text_with_headings(self, text: str, headings: list[tuple[int, int, str]]) -> None:
-        """Text read elsewhere (an HTML page) with its headings at their offsets in it."""
-        if text.strip():
+    def html(self, page: HtmlText) -> None:
+        """An HTML page's text, with its headings and tables where they are in it."""
+        if page.text.strip():
             start = self.length
-            self.headings += [(start + offset, level, heading) for offset, level, heading in headings]
-            self._add(text.rstrip() + "\n\n")
+            self.headings += [(start + offset, level, heading) for offset, level, heading in page.headings]
+            self.blocks += [(start + a, start + b) for a, b in page.blocks]
+            self._add(page.text.rstrip() + "\n\n")
 
     def table(
         self,
@@ -323,8 +325,7 @@ def _read_epub(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
         item = book.get_item_with_id(item_id)
         if item is None or item.get_type() != ebooklib.ITEM_DOCUMENT or isinstance(item, epub.EpubNav):
             continue  # the table of contents repeats the chapters' titles: the chapters are read
-        text, _title, headings, _meta = html_to_text(item.get_content().decode("utf-8", errors="replace"))
-        built.text_with_headings(text, headings)
+        built.html(html_to_text(item.get_content().decode("utf-8", errors="replace")))
 
     def first(name: str) -> str | None:
         values = book.get_metadata("DC", name)
@@ -354,8 +355,7 @@ def _read_eml(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
     if body is not None:
         content = body.get_content()
         if body.get_content_type() == "text/html":
-            text, _title, headings, _meta = html_to_text(str(content))
-            built.text_with_headings(text, headings)
+            built.html(html_to_text(str(content)))
         else:
             built.paragraph(str(content))
     attachments = [part.get_filename() for part in message.iter_attachments() if part.get_filename()]

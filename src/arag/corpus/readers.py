@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from arag.corpus.markup import html_to_text, read_text
+from arag.corpus.ocr import IMAGE_SUFFIXES, read_image
 from arag.corpus.office import OFFICE_SUFFIXES
+from arag.corpus.pdf import read_pdf
 from arag.errors import IngestError
 from arag.text import storable
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst"} | MARKDOWN_SUFFIXES
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".json", ".jsonl"} | OFFICE_SUFFIXES
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".json", ".jsonl"} | OFFICE_SUFFIXES | IMAGE_SUFFIXES
 _REFERENCE_CHUNK = re.compile(r"^(\d+):", re.S)
 
 
@@ -235,18 +237,25 @@ def read_source(path: Path, doc_prefix: str | None = None) -> list[Document]:
         title = found_title or path.stem
         metadata = {**info, **about, "title": title}
         return [Document(doc_id, text, source, title=title, metadata=metadata, structure=structure)]
+    if suffix in IMAGE_SUFFIXES:
+        text, places, info = read_image(path)
+        metadata = {**info, **about, "title": path.stem}
+        structure = Structure(places=places)
+        return [Document(doc_id, text, source, title=path.stem, metadata=metadata, structure=structure)]
     if suffix == ".pdf":
-        text, pages, info = _read_pdf(path)
+        text, pages, info, blocks = read_pdf(path)
         title = str(info.get("title") or path.stem)
         metadata = {**info, **about, "title": title}
-        return [Document(doc_id, text, source, title=title, metadata=metadata, structure=Structure(pages=pages))]
+        structure = Structure(pages=pages, blocks=blocks)
+        return [Document(doc_id, text, source, title=title, metadata=metadata, structure=structure)]
     raw = read_text(path)
     if suffix in HTML_SUFFIXES:
-        text, page_title, headings, meta = html_to_text(raw)
-        title = page_title or str(meta.get("title") or "") or path.stem
-        metadata = {**meta, **about, "title": title}
-        structure = Structure(headings=headings)
-        return [Document(doc_id, _non_empty(text, path), source, title=title, metadata=metadata, structure=structure)]
+        page = html_to_text(raw)
+        title = page.title or str(page.meta.get("title") or "") or path.stem
+        metadata = {**page.meta, **about, "title": title}
+        structure = Structure(headings=page.headings, blocks=page.blocks)
+        document = Document(doc_id, _non_empty(page.text, path), source, title, metadata=metadata, structure=structure)
+        return [document]
     if suffix == ".jsonl":
         return _read_jsonl(raw, path, doc_id, source, about)
     if suffix == ".json":
@@ -323,79 +332,6 @@ def _non_empty(text: str, path: Path) -> str:
     if not text.strip():
         raise IngestError("no text content")
     return text
-
-
-_PDF_INFO = {
-    "/Title": "title",
-    "/Author": "author",
-    "/Subject": "subject",
-    "/Keywords": "keywords",
-    "/Creator": "creator",
-    "/Producer": "producer",
-    "/CreationDate": "created",
-    "/ModDate": "modified",
-}
-
-
-def _read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any]]:
-    """(text, the offset where each page with text starts and its number, the document info fields)."""
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
-    try:
-        reader = PdfReader(str(path))
-        pages = [page.extract_text() or "" for page in reader.pages]
-        info = _pdf_info(reader)
-    except (PdfReadError, OSError, ValueError, KeyError) as exc:
-        raise IngestError(f"unreadable PDF ({exc})") from None
-    parts: list[str] = []
-    starts: list[tuple[int, int]] = []
-    length = 0
-    for number, page in enumerate(pages, start=1):
-        page = page.strip()
-        if not page:
-            continue
-        if parts:
-            parts.append("\n\n")
-            length += 2
-        starts.append((length, number))
-        parts.append(page)
-        length += len(page)
-    text = "".join(parts)
-    if not text.strip():
-        raise IngestError("PDF has no extractable text (scanned images need OCR first)")
-    return text, starts, info
-
-
-def _pdf_info(reader: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {}
-    try:
-        fields = reader.metadata or {}
-    except Exception:  # a damaged info dictionary costs the metadata, not the text
-        return info
-    for key, name in _PDF_INFO.items():
-        try:
-            value = fields.get(key)
-        except Exception:
-            continue
-        if key in ("/CreationDate", "/ModDate"):
-            value = _pdf_date(value)
-        if isinstance(value, str) and value.strip():
-            info[name] = value.strip()
-    return info
-
-
-_PDF_DATE = re.compile(r"^D?:?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
-
-
-def _pdf_date(value: Any) -> str | None:
-    """A PDF date ("D:20240131120000+01'00'") as ISO 8601 text (to the precision it has, no time zone)."""
-    match = _PDF_DATE.match(str(value or ""))
-    if match is None:
-        return None
-    year, month, day, hour, minute, second = match.groups()
-    date = f"{year}-{month or '01'}-{day or '01'}"
-    return f"{date}T{hour}:{minute or '00'}:{second or '00'}" if hour else date
 
 
 _JSONL_FIELDS = ("id", "text", "title")  # what a JSON Lines record is made of; its other fields are metadata

@@ -1,0 +1,238 @@
+"""PDF: each page's text (pypdf), its ruled tables as Markdown tables (pdfplumber), and the text of a scanned page
+(a page with no text layer, rendered with pypdfium2 and read by OCR, arag.corpus.ocr).
+
+A page without a table keeps pypdf's text as it always was. A page where pdfplumber finds a ruled table is read by
+pdfplumber instead: its text above, between and below the tables, and each table as a Markdown table (a block the
+chunker keeps whole). A table that goes on from the page before — as wide, the first thing on its page, its
+first row not that table's header — is given that header again. Tables drawn without rules are not detected: their
+page reads as text, as before."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from arag.corpus.tables import table_parts
+from arag.errors import IngestError
+
+MIN_PAGE_CHARS = 20  # a page with fewer characters of text than this is read as a scanned image
+RENDER_SCALE = 2.0  # 144 dpi: small print stays legible to the OCR models
+MIN_TABLE_PATHS = 2  # a table of two rows is at least two drawn paths (two rectangles, or lines)
+MAX_OCR_PAGES = 500  # a longer scanned document is read up to here (about 2 s a page on 2 cores), and says so
+
+
+_PDF_INFO = {
+    "/Title": "title",
+    "/Author": "author",
+    "/Subject": "subject",
+    "/Keywords": "keywords",
+    "/Creator": "creator",
+    "/Producer": "producer",
+    "/CreationDate": "created",
+    "/ModDate": "modified",
+}
+
+
+def _pdf_info(reader: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    try:
+        fields = reader.metadata or {}
+    except Exception:  # a damaged info dictionary costs the metadata, not the text
+        return info
+    for key, name in _PDF_INFO.items():
+        try:
+            value = fields.get(key)
+        except Exception:
+            continue
+        if key in ("/CreationDate", "/ModDate"):
+            value = _pdf_date(value)
+        if isinstance(value, str) and value.strip():
+            info[name] = value.strip()
+    return info
+
+
+_PDF_DATE = re.compile(r"^D?:?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
+
+
+def _pdf_date(value: Any) -> str | None:
+    """A PDF date ("D:20240131120000+01'00'") as ISO 8601 text (to the precision it has, no time zone)."""
+    match = _PDF_DATE.match(str(value or ""))
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = match.groups()
+    date = f"{year}-{month or '01'}-{day or '01'}"
+    return f"{date}T{hour}:{minute or '00'}:{second or '00'}" if hour else date
+
+
+def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], list[tuple[int, int]]]:
+    """(text, the offset where each page with text starts and its number, the document info fields, the spans of
+    its tables)."""
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        info = _pdf_info(reader)
+    except (PdfReadError, OSError, ValueError, KeyError) as exc:
+        raise IngestError(f"unreadable PDF ({exc})") from None
+    tabled = _pages_with_tables(path)
+    scanned = [n for n, text in enumerate(pages, 1) if len("".join(text.split())) < MIN_PAGE_CHARS]
+    ocr = _ocr_pages(path, scanned[:MAX_OCR_PAGES]) if scanned else {}
+    parts: list[str] = []
+    starts: list[tuple[int, int]] = []
+    blocks: list[tuple[int, int]] = []
+    length = 0
+    confidences: list[float] = []
+    for number, page_text in enumerate(pages, start=1):
+        pieces: list[tuple[str, bool]]  # (text, a table part)
+        if number in tabled:
+            pieces = tabled[number]
+        elif number in ocr and ocr[number][0].strip():
+            read, confidence = ocr[number]
+            pieces = [(read, False)]
+            confidences += [confidence] if confidence is not None else []
+        else:
+            pieces = [(page_text.strip(), False)]
+        pieces = [(text.strip("\n") if is_table else text.strip(), is_table) for text, is_table in pieces]
+        pieces = [(text, is_table) for text, is_table in pieces if text.strip()]
+        if not pieces:
+            continue
+        if parts:
+            parts.append("\n\n")
+            length += 2
+        starts.append((length, number))
+        for i, (text, is_table) in enumerate(pieces):
+            if i:
+                parts.append("\n\n")
+                length += 2
+            if is_table:
+                blocks.append((length, length + len(text)))
+            parts.append(text)
+            length += len(text)
+    text = "".join(parts)
+    if not text.strip():
+        reason = "no text found on its pages, OCR included" if ocr else "no extractable text"
+        raise IngestError(f"PDF has {reason}")
+    if ocr:
+        info["ocr_pages"] = sorted(n for n, (page_text, _c) in ocr.items() if page_text.strip())
+        if confidences:
+            info["ocr_confidence"] = round(sum(confidences) / len(confidences), 4)
+        if len(scanned) > MAX_OCR_PAGES:
+            info["ocr_pages_skipped"] = len(scanned) - MAX_OCR_PAGES
+    return text, starts, info, blocks
+
+
+def _ocr_pages(path: Path, numbers: list[int]) -> dict[int, tuple[str, float | None]]:
+    """The OCR text (and confidence) of the given pages (1-based), rendered at RENDER_SCALE; {} without the engine
+    or a renderer that cannot open the file."""
+    from arag.corpus.ocr import ocr_available, ocr_image
+
+    if not numbers or not ocr_available():
+        return {}
+    import pypdfium2 as pdfium
+
+    try:
+        document = pdfium.PdfDocument(str(path))
+    except (pdfium.PdfiumError, OSError):
+        return {}
+    read: dict[int, tuple[str, float | None]] = {}
+    try:
+        for number in numbers:
+            page = document[number - 1]
+            try:
+                image = page.render(scale=RENDER_SCALE).to_pil()
+            finally:
+                page.close()
+            found = ocr_image(image)
+            read[number] = (found.text, found.confidence)
+    finally:
+        document.close()
+    return read
+
+
+def _pages_with_tables(path: Path) -> dict[int, list[tuple[str, bool]]]:
+    """For each page (1-based) where pdfplumber finds a ruled table: its pieces in reading order, the text between
+    the tables and each table's Markdown parts. {} when there is none (or pdfplumber cannot read the file: pypdf's
+    text stands)."""
+    import pdfplumber
+
+    ruled = _ruled_pages(path)
+    if not ruled:
+        return {}
+    found: dict[int, list[tuple[str, bool]]] = {}
+    previous: tuple[int, list[str], int] | None = None  # (page, header, width) of the last table read
+    try:
+        with pdfplumber.open(str(path), pages=ruled) as pdf:
+            for number, page in zip(ruled, pdf.pages, strict=True):
+                tables = sorted(page.find_tables(), key=lambda t: t.bbox[1])
+                if not tables:
+                    continue
+                pieces: list[tuple[str, bool]] = []
+                top = 0.0
+                for table in tables:
+                    _x0, table_top, _x1, bottom = table.bbox
+                    above = _text_between(page, top, table_top)
+                    rows = [[cell or "" for cell in row] for row in table.extract() if any(cell for cell in row)]
+                    top = bottom
+                    if above.strip():
+                        pieces.append((above, False))
+                    if not rows:
+                        continue
+                    width = max(len(r) for r in rows)
+                    goes_on = (
+                        previous is not None
+                        and previous[0] == number - 1
+                        and previous[2] == width
+                        and not pieces
+                        and [_cell(c) for c in rows[0]] != previous[1]
+                    )
+                    header = previous[1] if goes_on and previous is not None else [_cell(c) for c in rows[0]]
+                    body = rows if goes_on else rows[1:]
+                    caption = f"Table (page {number}{', continued' if goes_on else ''})"
+                    pieces += [(part.text, True) for part in table_parts([header, *body], caption)]
+                    previous = (number, header, width)
+                below = _text_between(page, top, float(page.height))
+                if below.strip():
+                    pieces.append((below, False))
+                found[number] = pieces
+    except Exception:  # pdfplumber's parser fails on some files pypdf reads: the tables are lost, not the text
+        return {}
+    return found
+
+
+def _ruled_pages(path: Path) -> list[int]:
+    """The pages (1-based) drawn with enough paths to hold a ruled table. pdfplumber reads a page about 25 times
+    slower than pypdf; pdfium counts a page's paths in microseconds, so only these pages are given to it."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_raw
+
+    try:
+        document = pdfium.PdfDocument(str(path))
+    except (pdfium.PdfiumError, OSError):
+        return []
+    ruled: list[int] = []
+    try:
+        for number in range(1, len(document) + 1):
+            page = document[number - 1]
+            try:
+                paths = page.get_objects(filter=[pdfium_raw.FPDF_PAGEOBJ_PATH], max_depth=3)
+                if sum(1 for _ in zip(range(MIN_TABLE_PATHS), paths, strict=False)) >= MIN_TABLE_PATHS:
+                    ruled.append(number)
+            finally:
+                page.close()
+    finally:
+        document.close()
+    return ruled
+
+
+def _text_between(page: Any, top: float, bottom: float) -> str:
+    if bottom - top < 1:
+        return ""
+    region = page.crop((0, max(0.0, top), float(page.width), min(float(page.height), bottom)), strict=False)
+    return str(region.extract_text() or "")
+
+
+def _cell(value: object) -> str:
+    return " ".join(str(value or "").split())
