@@ -20,7 +20,7 @@ from arag.corpus.tables import PART_TOKENS, table_parts
 from arag.errors import IngestError
 from arag.index import Index
 from conftest import fake_settings
-from support.office_files import TEAMS, write_docx, write_epub, write_office_folder, write_pptx, write_xlsx
+from support.office_files import TEAMS, text_image, write_docx, write_epub, write_office_folder, write_pptx, write_xlsx
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +208,47 @@ def test_an_html_data_table_reads_as_a_markdown_table_and_a_layout_table_as_text
         )
     finally:
         index.close()
+
+
+def test_pictures_keep_their_alt_text_and_the_text_in_them(tmp_path: Path) -> None:
+    import docx
+    from docx.shared import Inches
+    from pptx import Presentation
+    from pptx.util import Inches as PptxInches
+
+    chart = tmp_path / "chart.png"
+    text_image(["Revenue rose to 4.1M in the third quarter."]).save(chart)  # type: ignore[attr-defined]
+    text_image([]).resize((40, 40)).save(tmp_path / "icon.png")  # type: ignore[attr-defined]  # too small to read
+    document = docx.Document()
+    document.add_paragraph("See the chart below.")
+    document.add_picture(str(chart), width=Inches(5))
+    document.inline_shapes[0]._inline.docPr.set("descr", "Bar chart of quarterly revenue")
+    document.add_picture(str(tmp_path / "icon.png"))
+    document.save(str(tmp_path / "report.docx"))
+    (report,) = read_source(tmp_path / "report.docx")
+    assert "[Image: Bar chart of quarterly revenue]" in report.text
+    assert "[Text in image: Revenue rose to 4.1M in the third quarter.]" in report.text
+    assert report.metadata["ocr_figures"] == 1 and float(report.metadata["ocr_confidence"]) > 0.8
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Revenue"
+    slide.shapes.add_picture(str(chart), PptxInches(1), PptxInches(2), width=PptxInches(6))
+    deck.save(str(tmp_path / "deck.pptx"))
+    (slides,) = read_source(tmp_path / "deck.pptx")
+    assert "[Text in image: Revenue rose to 4.1M in the third quarter.]" in slides.text
+    assert slides.structure.places == [(0, "slide 1")]
+
+
+def test_a_formula_without_a_cached_value_shows_the_formula(tmp_path: Path) -> None:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Costs"
+    sheet.append(["Item", "Cost"])
+    sheet.append(["Laptops", 52000])
+    sheet.append(["Total", "=SUM(B2:B2)"])  # written by a program: Excel never computed it
+    workbook.save(str(tmp_path / "costs.xlsx"))
+    (costs,) = read_source(tmp_path / "costs.xlsx")
+    assert "| Laptops | 52000 |" in costs.text and "| Total | =SUM(B2:B2) |" in costs.text

@@ -40,6 +40,8 @@ class TextBuilder:
         self.places: list[tuple[int, str]] = []  # (offset, where the text from there on came from)
         self.blocks: list[tuple[int, int]] = []  # spans kept in one chunk (a table's parts)
         self.tables = 0
+        self.figures_read = 0  # pictures read by OCR (at most MAX_FIGURES)
+        self.confidences: list[float] = []
 
     def _add(self, text: str) -> None:
         self.pieces.append(text)
@@ -93,6 +95,33 @@ class TextBuilder:
             self._add(part.text)
             self.blocks.append((start, self.length))
             self._add("\n")
+
+    def figure(self, alt: str, blob: bytes | None) -> None:
+        """A picture: its alt text, and the text read off it (with the OCR's confidence recorded)."""
+        from arag.corpus.ocr import MAX_FIGURES, ocr_figure
+
+        alt = " ".join(alt.split())
+        if alt:
+            self.paragraph(f"[Image: {alt}]")
+        if blob is None or self.figures_read >= MAX_FIGURES:
+            return
+        read = ocr_figure(blob)
+        if read is None:
+            return
+        self.figures_read += 1
+        if read.lines:
+            self.paragraph("[Text in image: " + " ".join(read.lines) + "]")
+            if read.confidence is not None:
+                self.confidences.append(read.confidence)
+
+    def ocr_metadata(self) -> dict[str, Any]:
+        """What the document records of the pictures it read: how many, the mean confidence of their text."""
+        if not self.figures_read:
+            return {}
+        found: dict[str, Any] = {"ocr_figures": self.figures_read}
+        if self.confidences:
+            found["ocr_confidence"] = round(sum(self.confidences) / len(self.confidences), 4)
+        return found
 
     @property
     def text(self) -> str:
@@ -164,12 +193,27 @@ def _read_docx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
                 built.heading(level, item.text)
             else:
                 built.paragraph(item.text)
+            for described, embedded in _docx_figures(document, item):
+                built.figure(described, embedded)
         elif isinstance(item, Table):
             number = built.tables + 1
             built.table(_docx_rows(item), place=lambda part, n=number: f"table {n}")  # type: ignore[misc]
             built.place("")
     metadata, title = _core(document.core_properties)
-    return built, metadata, title
+    return built, {**metadata, **built.ocr_metadata()}, title
+
+
+def _docx_figures(document: Any, paragraph: Any) -> list[tuple[str, bytes | None]]:
+    """The pictures of a paragraph: (alt text, image bytes) each."""
+    figures = []
+    for drawing in paragraph._p.xpath(".//w:drawing"):
+        described = " ".join(str(d) for d in drawing.xpath(".//wp:docPr/@descr"))
+        blob = None
+        for rid in drawing.xpath(".//a:blip/@r:embed"):
+            part = document.part.related_parts.get(rid)
+            blob = getattr(part, "blob", None)
+        figures.append((described, blob))
+    return figures
 
 
 def _heading_level(style: str) -> int:
@@ -215,15 +259,17 @@ def _read_pptx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
             elif shape.has_text_frame:
                 built.paragraph("\n".join(p.text for p in shape.text_frame.paragraphs if p.text.strip()))
             described = shape.element.xpath("./*/p:cNvPr/@descr") if hasattr(shape.element, "xpath") else []
-            if described and str(described[0]).strip():
-                built.paragraph(f"[Image: {' '.join(str(described[0]).split())}]")
+            alt = str(described[0]) if described else ""
+            image = getattr(shape, "image", None) if int(shape.shape_type or 0) == 13 else None  # a picture
+            if alt.strip() or image is not None:
+                built.figure(alt, image.blob if image is not None else None)
         if slide.has_notes_slide:
             notes = slide.notes_slide.notes_text_frame.text if slide.notes_slide.notes_text_frame else ""
             if notes.strip():
                 built.paragraph(f"Notes: {notes.strip()}")
     metadata, title = _core(deck.core_properties)
     metadata["slides"] = len(deck.slides)
-    return built, metadata, title or first_title
+    return built, {**metadata, **built.ocr_metadata()}, title or first_title
 
 
 def _shapes(shapes: Any) -> list[Any]:
@@ -247,12 +293,22 @@ def _read_xlsx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
     with warnings.catch_warnings():  # openpyxl warns about features it does not read (data validation, styles)
         warnings.simplefilter("ignore")
         workbook = load_workbook(str(path), read_only=True, data_only=True)
+        # a formula's value is what Excel cached when it saved the file; a file written by a program (openpyxl,
+        # pandas) caches none: such a cell shows its formula
+        formulas = load_workbook(str(path), read_only=True, data_only=False)
     built = TextBuilder()
     names = []
     try:
-        for sheet in workbook.worksheets:
+        for sheet, written in zip(workbook.worksheets, formulas.worksheets, strict=True):
             names.append(sheet.title)
-            rows = [list(r) for r in sheet.iter_rows(min_row=1, min_col=1, values_only=True)]
+            rows = [
+                [_shown(value, written) for value, written in zip(r, w, strict=False)]
+                for r, w in zip(
+                    sheet.iter_rows(min_row=1, min_col=1, values_only=True),
+                    written.iter_rows(min_row=1, min_col=1, values_only=True),
+                    strict=False,
+                )
+            ]
             # the used range: rows and columns up to the last value; its top-left is where the table starts
             top = next((i for i, r in enumerate(rows) if any(v not in (None, "") for v in r)), None)
             if top is None:
@@ -281,9 +337,15 @@ def _read_xlsx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
             built.place("")
     finally:
         workbook.close()
+        formulas.close()
     metadata, title = _core(workbook.properties)
     metadata["sheets"] = names
     return built, metadata, title
+
+
+def _shown(value: object, written: object) -> object:
+    """A cell as shown: its value, else (no value cached) its formula."""
+    return written if value is None and isinstance(written, str) and written.startswith("=") else value
 
 
 # ---------------------------------------------------------------- CSV
