@@ -105,3 +105,23 @@ def test_a_damaged_scan_is_reported_once_and_the_rest_indexed(tmp_path: Path) ->
     report = build_index([folder], tmp_path / "idx", fake_settings())
     assert sorted(Path(p.path).name for p in report.problems) == ["empty.png", "locked.pdf"]
     assert report.documents == 1
+
+
+def test_reading_is_counted_file_by_file(tmp_path: Path) -> None:
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    text_image([MEMO]).save(folder / "memo.png")  # type: ignore[attr-defined]
+    (folder / "note.md").write_text("The ferry leaves at nine.\n", encoding="utf-8")
+    (folder / "empty.png").write_bytes(b"")
+    stages: dict[str, list[int]] = {}
+
+    def progress(stage: str, total: int):  # type: ignore[no-untyped-def]
+        stages[stage] = [total, 0]
+
+        def advance(done: int) -> None:
+            stages[stage][1] += done
+
+        return advance
+
+    build_index([folder], tmp_path / "idx", fake_settings(), progress=progress)
+    assert stages["reading"] == [3, 3]  # every file, the one it could not read too

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from arag.corpus.chunking import chunk_document, count_tokens, split_sentences
-from arag.corpus.readers import Document, Problem, Structure, iter_sources
+from arag.corpus.readers import Document, Problem, Structure, discover, iter_sources
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import IndexFormatError, IngestError
 from arag.settings import IndexSettings
@@ -122,7 +122,7 @@ def build_index(
     try:
         if writer.manifest is not None:
             _check_settings(writer.manifest, settings, writer.where)
-        new_docs = _read_sources(sources, strict, report)
+        new_docs = _read_sources(sources, strict, report, progress)
         stored = writer.documents()
         if not new_docs and not stored:
             raise _nothing_to_index(report)
@@ -260,13 +260,20 @@ class _Vectors:
         return out
 
 
-def _read_sources(sources: list[Path], strict: bool, report: IndexReport) -> list[Document]:
+def _read_sources(
+    sources: list[Path], strict: bool, report: IndexReport, progress: StageProgress | None = None
+) -> list[Document]:
     new_docs: list[Document] = []
+    # reading is the long stage for scans (OCR, about 1–2 s a page on 2 cores): counted file by file
+    files, problems = discover(sources)
+    advance = progress("reading", len(files) + len(problems)) if progress and files else None
     for _path, result in iter_sources(sources):
         if isinstance(result, Problem):
             report.problems.append(result)
         else:
             new_docs.extend(result)
+        if advance is not None:
+            advance(1)
     if strict and report.problems:
         listed = "; ".join(str(p) for p in report.problems[:5])
         more = f" (+{len(report.problems) - 5} more)" if len(report.problems) > 5 else ""
