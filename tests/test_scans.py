@@ -8,13 +8,15 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arag.citations import locate
 from arag.corpus.build import build_index
 from arag.corpus.readers import read_source
 from arag.errors import IngestError
 from arag.index import Index
-from conftest import fake_settings
+from conftest import FUZZ_SCALE, fake_settings
 from support.office_files import DEPOTS, text_image, write_table_pdf
 
 MEMO = "Scanned memo: the Tromso depot closes on 12 March."
@@ -125,3 +127,114 @@ def test_reading_is_counted_file_by_file(tmp_path: Path) -> None:
 
     build_index([folder], tmp_path / "idx", fake_settings(), progress=progress)
     assert stages["reading"] == [3, 3]  # every file, the one it could not read too
+
+
+# ---------------------------------------------------------------- any bytes under any of the new suffixes
+def _zip_of(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def _valid_then_damaged(suffix: str, cut: float, flip: int) -> bytes:
+    """A valid file of ``suffix`` cut short at ``cut`` of its length, one byte changed at ``flip``."""
+    import tempfile
+
+    from support.office_files import write_docx, write_epub, write_pptx, write_xlsx
+
+    writers = {".docx": write_docx, ".pptx": write_pptx, ".xlsx": write_xlsx, ".epub": write_epub}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"f{suffix}"
+        if suffix in writers:
+            writers[suffix](path)
+        elif suffix == ".pdf":
+            write_table_pdf(path)
+        else:
+            text_image(["Damaged."]).save(path)  # type: ignore[attr-defined]
+        data = bytearray(path.read_bytes())
+    data = data[: max(1, int(len(data) * cut))]
+    data[flip % len(data)] ^= 0xFF
+    return bytes(data)
+
+
+SUFFIXES = [".docx", ".pptx", ".xlsx", ".epub", ".eml", ".csv", ".png", ".jpg", ".tiff", ".pdf"]
+
+
+@settings(max_examples=40 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    suffix=st.sampled_from(SUFFIXES),
+    content=st.one_of(
+        st.binary(max_size=2000),
+        st.builds(
+            _zip_of,
+            st.dictionaries(
+                st.sampled_from(
+                    [
+                        "[Content_Types].xml",
+                        "word/document.xml",
+                        "mimetype",
+                        "META-INF/container.xml",
+                        "xl/workbook.xml",
+                    ]
+                ),
+                st.binary(max_size=300),
+                max_size=4,
+            ),
+        ),
+    ),
+)
+def test_any_bytes_under_a_new_suffix_read_or_raise_one_reason(tmp_path: Path, suffix: str, content: bytes) -> None:
+    path = tmp_path / f"fuzz{suffix}"
+    path.write_bytes(content)
+    try:
+        documents = read_source(path)
+    except IngestError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert all(d.text.strip() for d in documents)
+
+
+@settings(max_examples=15 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    suffix=st.sampled_from([".docx", ".pptx", ".xlsx", ".epub", ".pdf", ".png"]),
+    cut=st.floats(0.05, 1.0),
+    flip=st.integers(0, 10**6),
+)
+def test_a_damaged_real_file_reads_or_raises_one_reason(tmp_path: Path, suffix: str, cut: float, flip: int) -> None:
+    path = tmp_path / f"damaged{suffix}"
+    path.write_bytes(_valid_then_damaged(suffix, cut, flip))
+    try:
+        read_source(path)
+    except IngestError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
+
+def test_an_xml_entity_bomb_in_a_word_file_is_not_expanded(tmp_path: Path) -> None:
+    import docx
+
+    from support.office_files import write_docx
+
+    write_docx(tmp_path / "ok.docx")
+    import zipfile
+
+    bomb = (
+        '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;">'
+        '<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;"><!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;">'
+        '<!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">]>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r>'
+        "<w:t>&lol5;</w:t></w:r></w:p></w:body></w:document>"
+    )
+    with zipfile.ZipFile(tmp_path / "ok.docx") as source, zipfile.ZipFile(tmp_path / "bomb.docx", "w") as out:
+        for item in source.infolist():
+            out.writestr(item, bomb if item.filename == "word/document.xml" else source.read(item.filename))
+    assert docx  # python-docx parses with its own parser: entities are not resolved
+    try:
+        (document,) = read_source(tmp_path / "bomb.docx")
+    except IngestError:
+        return
+    assert len(document.text) < 10_000  # never the 2 MB the entities would expand to

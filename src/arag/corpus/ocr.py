@@ -15,6 +15,7 @@ from arag.errors import IngestError
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif"}
 MIN_CONFIDENCE = 0.5
+MAX_PAGES = 500  # pages of one multi-page image read (about 1–2 s each on 2 cores)
 MAX_PIXELS = 40_000_000  # a bigger image is scaled down first (a 300-dpi A4 scan is ~8.7 M pixels)
 _engine: Any = None
 _engine_lock = threading.Lock()
@@ -96,27 +97,28 @@ def read_image(path: Path) -> tuple[str, list[tuple[int, str]], dict[str, Any]]:
     """(text, places — ``page N`` of a multi-page TIFF —, metadata) of an image file."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
-    try:
-        with Image.open(path) as opened:
-            frames = [frame.copy() for frame in ImageSequence.Iterator(opened)]
-            size = opened.size
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise IngestError(f"not a readable image ({type(exc).__name__}: {str(exc)[:200]})") from None
     pieces: list[str] = []
     places: list[tuple[int, str]] = []
     confidences: list[float] = []
     length = 0
-    for number, frame in enumerate(frames, 1):
-        read = ocr_image(frame)
-        if not read.lines:
-            continue
-        if len(frames) > 1:
-            places.append((length, f"page {number}"))
-        piece = read.text + "\n\n"
-        pieces.append(piece)
-        length += len(piece)
-        if read.confidence is not None:
-            confidences.append(read.confidence)
+    try:
+        with Image.open(path) as opened:
+            size, frames = opened.size, getattr(opened, "n_frames", 1)
+            for number, frame in enumerate(ImageSequence.Iterator(opened), 1):
+                if number > MAX_PAGES:  # a long multi-page scan (or an animation) is read up to here
+                    break
+                read = ocr_image(frame)
+                if not read.lines:
+                    continue
+                if frames > 1:
+                    places.append((length, f"page {number}"))
+                piece = read.text + "\n\n"
+                pieces.append(piece)
+                length += len(piece)
+                if read.confidence is not None:
+                    confidences.append(read.confidence)
+    except (UnidentifiedImageError, OSError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        raise IngestError(f"not a readable image ({type(exc).__name__}: {str(exc)[:200]})") from None
     text = "".join(pieces)
     if not text.strip():
         raise IngestError("no text found in the image (OCR read nothing)")
@@ -124,6 +126,6 @@ def read_image(path: Path) -> tuple[str, list[tuple[int, str]], dict[str, Any]]:
         "ocr_confidence": round(sum(confidences) / len(confidences), 4),
         "width": size[0],
         "height": size[1],
-        "pages": len(frames),
+        "pages": frames,
     }
     return text, places, metadata

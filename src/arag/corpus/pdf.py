@@ -77,6 +77,8 @@ def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], li
         info = _pdf_info(reader)
     except (PdfReadError, OSError, ValueError, KeyError) as exc:
         raise IngestError(f"unreadable PDF ({exc})") from None
+    except Exception as exc:  # pypdf raises what its parser meets in a damaged file: all mean "unreadable"
+        raise IngestError(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:200]})") from None
     tabled = _pages_with_tables(path)
     scanned = [n for n, text in enumerate(pages, 1) if len("".join(text.split())) < MIN_PAGE_CHARS]
     ocr = _ocr_pages(path, scanned[:MAX_OCR_PAGES]) if scanned else {}
@@ -140,9 +142,14 @@ def _ocr_pages(path: Path, numbers: list[int]) -> dict[int, tuple[str, float | N
     read: dict[int, tuple[str, float | None]] = {}
     try:
         for number in numbers:
-            page = document[number - 1]
+            try:
+                page = document[number - 1]
+            except pdfium.PdfiumError:  # a damaged page: it stays empty, the rest are read
+                continue
             try:
                 image = page.render(scale=RENDER_SCALE).to_pil()
+            except pdfium.PdfiumError:
+                continue
             finally:
                 page.close()
             found = ocr_image(image)
@@ -215,11 +222,16 @@ def _ruled_pages(path: Path) -> list[int]:
     ruled: list[int] = []
     try:
         for number in range(1, len(document) + 1):
-            page = document[number - 1]
+            try:
+                page = document[number - 1]
+            except pdfium.PdfiumError:  # a damaged page: pypdf's text of it stands
+                continue
             try:
                 paths = page.get_objects(filter=[pdfium_raw.FPDF_PAGEOBJ_PATH], max_depth=3)
                 if sum(1 for _ in zip(range(MIN_TABLE_PATHS), paths, strict=False)) >= MIN_TABLE_PATHS:
                     ruled.append(number)
+            except pdfium.PdfiumError:
+                continue
             finally:
                 page.close()
     finally:
