@@ -252,3 +252,41 @@ def test_a_formula_without_a_cached_value_shows_the_formula(tmp_path: Path) -> N
     workbook.save(str(tmp_path / "costs.xlsx"))
     (costs,) = read_source(tmp_path / "costs.xlsx")
     assert "| Laptops | 52000 |" in costs.text and "| Total | =SUM(B2:B2) |" in costs.text
+
+
+def test_a_table_row_found_by_a_search_is_shown_with_its_header(office_index: Index) -> None:
+    (hit,) = [h for h in office_index.keyword_search(["Lead 77"], 5) if h.chunk_id.startswith("docs/headcount")]
+    assert "Team: Team 77; Engineers: 9; Lead: Lead 77" in hit.snippets
+    (route,) = office_index.keyword_search(["Lisbon–Tokyo"], 3)
+    assert route.snippets == ["Route: Lisbon–Tokyo; Max fare: $1,400"]
+    semantic = office_index.semantic_search("Team 77 Lead 77", 20)
+    rows = [s for h in semantic for s in h.snippets if s.startswith("Team: ")]
+    assert rows and all(s.count("; ") == 2 for s in rows)  # every row shown as its three columns
+    # prose and a table's own header line stay as they are
+    (prose,) = office_index.keyword_search(["economy"], 3)
+    assert prose.snippets == ["Employees fly economy on flights under six hours."]
+    header = office_index.keyword_search(["Max fare"], 3)[0]
+    assert "| Route | Max fare |" in header.snippets
+
+
+@given(
+    header=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=4),
+    values=st.lists(st.one_of(st.text(max_size=8), st.integers()), min_size=4, max_size=4),
+)
+def test_a_row_reads_back_as_its_header_and_values(header: list[str], values: list[object]) -> None:
+    from arag.corpus.tables import cell_text, row_as_fields
+
+    values = values[: len(header)]
+    text = table_parts([header, values])[0].text if any(cell_text(v) for v in values) else ""
+    lines = text.splitlines(keepends=True)
+    if len(lines) < 3 or not any(cell_text(h) for h in header):
+        return
+    start = len(lines[0]) + len(lines[1])
+    shown = row_as_fields(text, start, start + len(lines[2]))
+    names = [cell_text(h).replace("\\|", "|").replace("\\\\", "\\") for h in header]
+    expected = "; ".join(
+        f"{n}: {cell_text(v).replace(chr(92) + '|', '|').replace(chr(92) * 2, chr(92))}"
+        for n, v in zip(names, values, strict=True)
+        if cell_text(v)
+    )
+    assert shown == expected

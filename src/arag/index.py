@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from arag.corpus.tables import row_as_fields
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import ARagError, EmbedderError
 from arag.filters import Filter
@@ -324,7 +325,7 @@ class Index:
             sentence = record.text[start:end]
             low = sentence.lower()
             if any(k in low for k in lowered):
-                out.append(sentence.strip())
+                out.append(row_as_fields(record.text, start, end) or sentence.strip())
         return out
 
     # ------------------------------------------------------------------ semantic
@@ -369,7 +370,10 @@ class Index:
     @staticmethod
     def _semantic_snippets(record: ChunkRecord, spans: list[tuple[int, int]], sentence_scores: np.ndarray) -> list[str]:
         top = np.lexsort((np.arange(len(sentence_scores)), -np.asarray(sentence_scores)))[:SEMANTIC_SNIPPETS]
-        return [record.text[spans[i][0] : spans[i][1]].strip() for i in sorted(int(t) for t in top)]
+        return [
+            row_as_fields(record.text, *spans[i]) or record.text[spans[i][0] : spans[i][1]].strip()
+            for i in sorted(int(t) for t in top)
+        ]
 
     # ------------------------------------------------------------------ read
     @_one_generation
