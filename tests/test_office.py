@@ -290,3 +290,37 @@ def test_a_row_reads_back_as_its_header_and_values(header: list[str], values: li
         if cell_text(v)
     )
     assert shown == expected
+
+
+def test_a_row_is_embedded_with_its_header(office_index: Index) -> None:
+    from arag.embedding.embedders import FakeEmbedder
+
+    (hit,) = [h for h in office_index.keyword_search(["Lisbon–Tokyo"], 3)]
+    (record,), _ = office_index.read([hit.chunk_id])
+    sentences = office_index.sentences(record)
+    row = sentences.index("| Lisbon–Tokyo | $1,400 |")
+    fielded = FakeEmbedder().embed_query("Route: Lisbon–Tokyo; Max fare: $1,400")
+    scores = office_index.store.sentence_scores(fielded, record.row)
+    assert abs(float(scores[row]) - 1.0) < 1e-5  # the stored vector is the fielded text's
+
+
+def test_a_report_tables_header_over_two_rows_is_one_header() -> None:
+    from arag.corpus.tables import header_and_body, row_as_fields
+
+    report = [
+        ["", "", "Years Ended September 30,", ""],
+        ["", "2019", "2018", "2017"],
+        ["Fixed Price", "$ 1,452.4", "$ 1,146.2", "$ 1,036.9"],
+        ["Total sales", "$1,496.5", "$1,202.9", "$1,107.7"],
+    ]
+    header, body = header_and_body(report)
+    assert header == ["", "2019", "Years Ended September 30, 2018", "2017"] and body == report[2:]
+    text = table_parts(report)[0].text
+    row = text.index("| Total sales")
+    assert row_as_fields(text, row, text.index("\n", row) + 1) == (
+        "Total sales; 2019: $1,496.5; Years Ended September 30, 2018: $1,202.9; 2017: $1,107.7"
+    )
+    # a table whose rows are not all labelled keeps its first row as the header
+    plain = [["", "a"], ["", "b"], ["", "c"]]
+    assert header_and_body(plain) == (["", "a"], [["", "b"], ["", "c"]])
+    assert header_and_body([["Team", "Lead"], ["Red", "Ana"]]) == (["Team", "Lead"], [["Red", "Ana"]])

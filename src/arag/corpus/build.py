@@ -16,6 +16,7 @@ import numpy as np
 
 from arag.corpus.chunking import chunk_document, count_tokens, split_sentences
 from arag.corpus.readers import Document, Problem, Structure, discover, iter_sources
+from arag.corpus.tables import row_as_fields
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import IndexFormatError, IngestError
 from arag.settings import IndexSettings
@@ -188,7 +189,13 @@ def _write_batch(
     for chunk_id, owner in writer.chunk_owners(new_ids).items():
         if owner in kept:
             raise IngestError(f"chunk id {chunk_id!r} already belongs to document {owner!r}")
-    texts = [chunk.text[a:b].strip() for _r, prepared in batch for chunk in prepared or [] for a, b in chunk.spans]
+    # a table row is embedded as its header's fields ("Depot: Depot 77; Crates: 539"), what a query about it names
+    texts = [
+        row_as_fields(chunk.text, a, b) or chunk.text[a:b].strip()
+        for _r, prepared in batch
+        for chunk in prepared or []
+        for a, b in chunk.spans
+    ]
     hashes = np.fromiter((sentence_hash(t) for t in texts), dtype=np.uint64, count=len(texts))
     found = vectors.for_sentences(texts, hashes)
     documents: list[PendingDocument | KeptDocument] = []

@@ -47,6 +47,28 @@ def rectangular(rows: Sequence[Sequence[object]]) -> list[list[str]]:
     return [(row + [""] * width)[:width] for row in cells]
 
 
+MAX_HEADER_ROWS = 3
+
+
+def header_and_body(table: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The header row and the rows under it. A report's table often heads its columns over two or three rows, the
+    corner cell empty ("Years Ended September 30," over "2019 | 2018 | 2017"), and labels every row below in its
+    first cell: those rows are one header, each column's cells joined top to bottom."""
+    rows = 1
+    while (
+        rows < min(MAX_HEADER_ROWS, len(table) - 1)
+        and not table[rows][0]
+        and any(table[rows][1:])
+        and not table[0][0]
+        and all(row[0] for row in table[rows + 1 :])
+    ):
+        rows += 1
+    if rows == 1:
+        return table[0], table[1:]
+    header = [" ".join(row[column] for row in table[:rows] if row[column]) for column in range(len(table[0]))]
+    return header, table[rows:]
+
+
 def markdown_rows(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -61,7 +83,7 @@ def table_parts(
     table = rectangular(rows)
     if not table or not table[0]:
         return []
-    header, body = table[0], table[1:]
+    header, body = header_and_body(table)
     if not body:
         return [TablePart((f"{caption}\n" if caption else "") + markdown_rows(header, []), 0, -1)]
     parts: list[TablePart] = []
@@ -112,7 +134,8 @@ def row_as_fields(text: str, start: int, end: int) -> str | None:
             values = _cells(row)
             if not before[i - 1].strip().startswith("|") or len(header) != len(values):
                 return None
-            return "; ".join(f"{name}: {value}" for name, value in zip(header, values, strict=True) if value)
+            pairs = zip(header, values, strict=True)
+            return "; ".join(f"{name}: {value}" if name else value for name, value in pairs if value)
         if not line.startswith("|"):
             return None
     return None
