@@ -129,6 +129,7 @@ def test_a_damaged_file_is_reported_once_and_the_rest_indexed(tmp_path: Path) ->
     good = (folder / "policy.docx").read_bytes()
     (folder / "cut.docx").write_bytes(good[: len(good) // 2])
     (folder / "empty.xlsx").write_bytes(b"")
+    (folder / "~$policy.docx").write_bytes(b"\x0bMaria Castellanos")  # Word's owner file while it is open
     report = build_index([folder], tmp_path / "idx", fake_settings())
     assert sorted(Path(p.path).name for p in report.problems) == ["cut.docx", "empty.xlsx"]
     assert report.documents == 1

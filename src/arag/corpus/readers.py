@@ -189,8 +189,8 @@ def is_index_dir(folder: Path) -> bool:
 
 
 def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
-    """Expand folders (recursively, skipping hidden entries and a-rag indexes) into files; report what cannot be
-    used."""
+    """Expand folders (recursively, skipping hidden entries, Office's "~$" owner files and a-rag indexes) into
+    files; report what cannot be used."""
     files: list[Path] = []
     problems: list[Problem] = []
     for path in paths:
@@ -199,7 +199,9 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
             for root, folders, names in os.walk(path):
                 here = Path(root)
                 folders[:] = [f for f in folders if not f.startswith(".") and not is_index_dir(here / f)]
-                found.extend(here / name for name in names if not name.startswith("."))
+                # hidden files, and the owner files Office keeps beside a document open in it ("~$policy.docx":
+                # a few bytes, never a document)
+                found.extend(here / name for name in names if not name.startswith((".", "~$")))
             for child in sorted(found):
                 if not child.is_file():
                     continue
