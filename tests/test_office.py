@@ -285,6 +285,7 @@ def test_a_row_reads_back_as_its_header_and_values(header: list[str], values: li
         return
     start = len(lines[0]) + len(lines[1])
     shown = row_as_fields(text, start, start + len(lines[2]))
+
     def unescaped(value: object) -> str:
         return cell_text(value).replace("\\|", "|").replace("\\\\", "\\")
 
