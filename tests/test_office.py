@@ -325,3 +325,32 @@ def test_a_report_tables_header_over_two_rows_is_one_header() -> None:
     plain = [["", "a"], ["", "b"], ["", "c"]]
     assert header_and_body(plain) == (["", "a"], [["", "b"], ["", "c"]])
     assert header_and_body([["Team", "Lead"], ["Red", "Ana"]]) == (["Team", "Lead"], [["Red", "Ana"]])
+
+
+def test_sync_follows_office_files_changed_renamed_and_deleted(tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    folder = write_office_folder(tmp_path / "docs")
+    location = tmp_path / "idx"
+    build_index([folder], location, fake_settings(), sync=True)
+    workbook = load_workbook(folder / "headcount.xlsx")
+    workbook["Budget"]["C4"] = 61000  # the laptops cost more now
+    workbook.save(folder / "headcount.xlsx")
+    (folder / "q3.pptx").rename(folder / "q3-final.pptx")
+    (folder / "offsite.eml").unlink()
+    report = build_index([folder], location, fake_settings(), sync=True)
+    assert sorted(report.replaced) == ["docs/headcount.xlsx"] and report.added == ["docs/q3-final.pptx"]
+    assert report.removed == 2  # the old name of the deck, and the e-mail
+    index = Index.open(location, threads=1)
+    try:
+        assert labels_of(index, "Laptops", "Laptops 61000") == [
+            "docs/headcount.xlsx, sheet Budget, cells B3:C4 › Budget"
+        ]
+        (hit,) = [h for h in index.keyword_search(["Laptops"], 3)]
+        assert "Item: Laptops; Cost: 61000" in hit.snippets
+        assert index.keyword_search(["Offsite moved"], 3) == []
+        assert labels_of(index, "APAC overtook", "Notes: APAC overtook EMEA for the first time.") == [
+            "docs/q3-final.pptx, slide 2 › By region"
+        ]
+    finally:
+        index.close()
