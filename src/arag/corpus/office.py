@@ -241,6 +241,7 @@ def _docx_rows(table: Any) -> list[list[str]]:
 # ---------------------------------------------------------------- PowerPoint
 def _read_pptx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
     from pptx import Presentation
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
 
     deck = Presentation(str(path))
     built = TextBuilder()
@@ -260,7 +261,7 @@ def _read_pptx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
                 built.paragraph("\n".join(p.text for p in shape.text_frame.paragraphs if p.text.strip()))
             described = shape.element.xpath("./*/p:cNvPr/@descr") if hasattr(shape.element, "xpath") else []
             alt = str(described[0]) if described else ""
-            image = getattr(shape, "image", None) if int(shape.shape_type or 0) == 13 else None  # a picture
+            image = getattr(shape, "image", None) if shape.shape_type == MSO_SHAPE_TYPE.PICTURE else None
             if alt.strip() or image is not None:
                 built.figure(alt, image.blob if image is not None else None)
         if slide.has_notes_slide:
@@ -274,9 +275,11 @@ def _read_pptx(path: Path) -> tuple[TextBuilder, dict[str, Any], str | None]:
 
 def _shapes(shapes: Any) -> list[Any]:
     """Every shape, a group's members in its place, top to bottom then left to right as a reader scans a slide."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     found: list[Any] = []
     for shape in shapes:
-        if shape.shape_type is not None and int(shape.shape_type) == 6:  # MSO_SHAPE_TYPE.GROUP
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
             found += _shapes(shape.shapes)
         else:
             found.append(shape)
