@@ -31,6 +31,7 @@ from arag.harness.policies.answer_check import (
     checked,
     unanswered,
 )
+from arag.harness.reads import searches_in
 from arag.models.choice import chat_model
 from arag.settings import load_settings
 from arag.tools.toolkit import TOOL_NAMES
@@ -39,16 +40,9 @@ SCORES = ("contain_acc", "exact_match", "f1", "key_terms_acc", "llm_acc")
 
 
 def searched(record: dict[str, Any]) -> list[str]:
-    """What the run's searches looked for, in order (as arag.harness.reads.searched_for reads a live run)."""
-    found: list[str] = []
-    for step in record.get("trajectory") or []:
-        arguments = step.get("arguments") or {}
-        if step.get("tool") == TOOL_NAMES[0]:
-            keywords = arguments.get("keywords")
-            found += [str(k) for k in keywords] if isinstance(keywords, list) else [str(keywords)]
-        elif step.get("tool") == TOOL_NAMES[1]:
-            found.append(str(arguments.get("query", "")))
-    return list(dict.fromkeys(f for f in found if f.strip()))
+    """What the recorded run's searches looked for, as the policy reads a live run's."""
+    steps = ((str(step.get("tool")), step.get("arguments") or {}) for step in record.get("trajectory") or [])
+    return searches_in(steps, TOOL_NAMES[0], TOOL_NAMES[1])
 
 
 def main() -> None:

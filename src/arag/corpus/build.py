@@ -272,9 +272,10 @@ def _read_sources(
 ) -> list[Document]:
     new_docs: list[Document] = []
     # reading is the long stage for scans (OCR, about 1–2 s a page on 2 cores): counted file by file
-    files, problems = discover(sources)
+    found = discover(sources)
+    files, problems = found
     advance = progress("reading", len(files) + len(problems)) if progress and files else None
-    for _path, result in iter_sources(sources):
+    for _path, result in iter_sources(sources, found):
         if isinstance(result, Problem):
             report.problems.append(result)
         else:

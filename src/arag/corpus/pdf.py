@@ -10,12 +10,14 @@ page reads as text, as before."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arag.corpus.tables import table_parts
 from arag.errors import IngestError
 
+T = TypeVar("T")
 MIN_PAGE_CHARS = 20  # a page with fewer characters of text than this is read as a scanned image
 RENDER_SCALE = 2.0  # 144 dpi: small print stays legible to the OCR models
 MIN_TABLE_PATHS = 2  # a table of two rows is at least two drawn paths (two rectangles, or lines)
@@ -79,9 +81,10 @@ def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], li
         raise IngestError(f"unreadable PDF ({exc})") from None
     except Exception as exc:  # pypdf raises what its parser meets in a damaged file: all mean "unreadable"
         raise IngestError(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:200]})") from None
-    tabled = _pages_with_tables(path)
     scanned = [n for n, text in enumerate(pages, 1) if len("".join(text.split())) < MIN_PAGE_CHARS]
-    ocr = _ocr_pages(path, scanned[:MAX_OCR_PAGES]) if scanned else {}
+    with _PdfiumPages(path) as pdfium_pages:  # one pdfium document for the path count and the scans' renders
+        tabled = _pages_with_tables(path, _ruled_pages(pdfium_pages))
+        ocr = _ocr_pages(pdfium_pages, scanned[:MAX_OCR_PAGES]) if scanned else {}
     parts: list[str] = []
     starts: list[tuple[int, int]] = []
     blocks: list[tuple[int, int]] = []
@@ -126,48 +129,68 @@ def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], li
     return text, starts, info, blocks
 
 
-def _ocr_pages(path: Path, numbers: list[int]) -> dict[int, tuple[str, float | None]]:
-    """The OCR text (and confidence) of the given pages (1-based), rendered at RENDER_SCALE; {} without the engine
-    or a renderer that cannot open the file."""
+class _PdfiumPages:
+    """A PDF's pages as pdfium opens them (None: it cannot), each page closed after use; a damaged page is None."""
+
+    def __init__(self, path: Path) -> None:
+        import pypdfium2 as pdfium
+
+        self.error = pdfium.PdfiumError
+        try:
+            self.document: Any = pdfium.PdfDocument(str(path))
+        except (pdfium.PdfiumError, OSError):
+            self.document = None
+
+    def __enter__(self) -> _PdfiumPages:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.document is not None:
+            self.document.close()
+
+    def __len__(self) -> int:
+        return 0 if self.document is None else len(self.document)
+
+    def use(self, number: int, action: Callable[[Any], T]) -> T | None:
+        """``action(page)`` on page ``number`` (1-based); None when pdfium cannot load or read that page."""
+        if self.document is None:
+            return None
+        try:
+            page = self.document[number - 1]
+        except self.error:
+            return None
+        try:
+            return action(page)
+        except self.error:
+            return None
+        finally:
+            page.close()
+
+
+def _ocr_pages(pages: _PdfiumPages, numbers: list[int]) -> dict[int, tuple[str, float | None]]:
+    """The OCR text (and confidence) of the given pages (1-based), rendered at RENDER_SCALE; {} without the engine;
+    a page pdfium cannot render stays empty."""
     from arag.corpus.ocr import ocr_available, ocr_image
 
     if not numbers or not ocr_available():
         return {}
-    import pypdfium2 as pdfium
-
-    try:
-        document = pdfium.PdfDocument(str(path))
-    except (pdfium.PdfiumError, OSError):
-        return {}
     read: dict[int, tuple[str, float | None]] = {}
-    try:
-        for number in numbers:
-            try:
-                page = document[number - 1]
-            except pdfium.PdfiumError:  # a damaged page: it stays empty, the rest are read
-                continue
-            try:
-                image = page.render(scale=RENDER_SCALE).to_pil()
-            except pdfium.PdfiumError:
-                continue
-            finally:
-                page.close()
+    for number in numbers:
+        image = pages.use(number, lambda page: page.render(scale=RENDER_SCALE).to_pil())
+        if image is not None:
             found = ocr_image(image)
             read[number] = (found.text, found.confidence)
-    finally:
-        document.close()
     return read
 
 
-def _pages_with_tables(path: Path) -> dict[int, list[tuple[str, bool]]]:
+def _pages_with_tables(path: Path, ruled: list[int]) -> dict[int, list[tuple[str, bool]]]:
     """For each page (1-based) where pdfplumber finds a ruled table: its pieces in reading order, the text between
     the tables and each table's Markdown parts. {} when there is none (or pdfplumber cannot read the file: pypdf's
     text stands)."""
-    import pdfplumber
-
-    ruled = _ruled_pages(path)
     if not ruled:
         return {}
+    import pdfplumber
+
     found: dict[int, list[tuple[str, bool]]] = {}
     previous: tuple[int, list[str], int] | None = None  # (page, header, width) of the last table read
     try:
@@ -209,34 +232,17 @@ def _pages_with_tables(path: Path) -> dict[int, list[tuple[str, bool]]]:
     return found
 
 
-def _ruled_pages(path: Path) -> list[int]:
+def _ruled_pages(pages: _PdfiumPages) -> list[int]:
     """The pages (1-based) drawn with enough paths to hold a ruled table. pdfplumber reads a page about 25 times
-    slower than pypdf; pdfium counts a page's paths in microseconds, so only these pages are given to it."""
-    import pypdfium2 as pdfium
+    slower than pypdf; pdfium counts a page's paths in microseconds, so only these pages are given to it (a page
+    pdfium cannot load is not: pypdf's text of it stands)."""
     import pypdfium2.raw as pdfium_raw
 
-    try:
-        document = pdfium.PdfDocument(str(path))
-    except (pdfium.PdfiumError, OSError):
-        return []
-    ruled: list[int] = []
-    try:
-        for number in range(1, len(document) + 1):
-            try:
-                page = document[number - 1]
-            except pdfium.PdfiumError:  # a damaged page: pypdf's text of it stands
-                continue
-            try:
-                paths = page.get_objects(filter=[pdfium_raw.FPDF_PAGEOBJ_PATH], max_depth=3)
-                if sum(1 for _ in zip(range(MIN_TABLE_PATHS), paths, strict=False)) >= MIN_TABLE_PATHS:
-                    ruled.append(number)
-            except pdfium.PdfiumError:
-                continue
-            finally:
-                page.close()
-    finally:
-        document.close()
-    return ruled
+    def drawn(page: Any) -> bool:
+        paths = page.get_objects(filter=[pdfium_raw.FPDF_PAGEOBJ_PATH], max_depth=3)
+        return sum(1 for _ in zip(range(MIN_TABLE_PATHS), paths, strict=False)) >= MIN_TABLE_PATHS
+
+    return [number for number in range(1, len(pages) + 1) if pages.use(number, drawn)]
 
 
 def _text_between(page: Any, top: float, bottom: float) -> str:

@@ -440,9 +440,12 @@ def _unique_ids(documents: list[Document]) -> list[Document]:
     return documents
 
 
-def iter_sources(paths: list[Path]) -> Iterator[tuple[Path, list[Document] | Problem]]:
-    """Yield each discovered file with its documents, or the problem reading it."""
-    files, problems = discover(paths)
+def iter_sources(
+    paths: list[Path], discovered: tuple[list[Path], list[Problem]] | None = None
+) -> Iterator[tuple[Path, list[Document] | Problem]]:
+    """Yield each discovered file with its documents, or the problem reading it (``discovered``: what
+    :func:`discover` found in ``paths`` already)."""
+    files, problems = discovered if discovered is not None else discover(paths)
     for problem in problems:
         yield Path(problem.path), problem
     roots = [p for p in paths if p.is_dir()]

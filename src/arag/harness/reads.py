@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import weakref
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,11 +143,18 @@ def searched_for(run: RunView) -> list[str]:
     """What this question's searches looked for, in order: each keyword search's keywords, each semantic search's
     query."""
     names = run.toolkit.names
+    steps = ((step.tool, step.arguments) for step in run.trajectory)
+    return searches_in(steps, names["keyword_search"], names["semantic_search"])
+
+
+def searches_in(steps: Iterable[tuple[str, Mapping[str, Any]]], keyword_tool: str, semantic_tool: str) -> list[str]:
+    """What the searches among ``steps`` (tool name, arguments) looked for, in order, each once: a keyword search's
+    keywords, a semantic search's query (a live run's steps, or a recorded run's trajectory)."""
     found: list[str] = []
-    for step in run.trajectory:
-        if step.tool == names["keyword_search"]:
-            keywords = step.arguments.get("keywords")
+    for tool, arguments in steps:
+        if tool == keyword_tool:
+            keywords = arguments.get("keywords")
             found += [str(k) for k in keywords] if isinstance(keywords, list) else [str(keywords)]
-        elif step.tool == names["semantic_search"]:
-            found.append(str(step.arguments.get("query", "")))
+        elif tool == semantic_tool:
+            found.append(str(arguments.get("query", "")))
     return list(dict.fromkeys(f for f in found if f.strip()))
