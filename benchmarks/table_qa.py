@@ -1,7 +1,9 @@
 """Table question answering on TAT-QA's dev split (tables + text from real financial reports): the same A-RAG agent
 over the same report extracts, written as a team's folder holds them (Word files: paragraphs and a real table, read
 as a Markdown table kept whole, rows searched with their header) against the same extracts as plain text (each
-table row a line of cells, as a PDF's text layer gives it — what a-rag read before tables were kept).
+table row a line of cells, as a PDF's text layer gives it — what a-rag read before tables were kept), and the Word
+files again with the table tools offered too (``tables``: table_list and table_query, tables as data; with the
+default profile, and ``tables-paper`` with the paper's loop and prompt, where the model acts from its first step).
 
 Each question is asked within its own extract (``where path=…``): TAT-QA's questions assume their report ("What
 was the revenue in 2019?"), and the point is reading the table, not finding the company. Scored right when the
@@ -31,7 +33,9 @@ from arag.eval.metrics import contain_acc
 from arag.eval.stats import accuracy, paired_difference
 from arag.settings import load_settings
 
-CONDITIONS = ("flat", "docx")
+CONDITIONS = ("flat", "docx", "tables", "tables-paper")
+CORPUS_OF = {"flat": "flat", "docx": "docx", "tables": "docx", "tables-paper": "docx"}
+TABLE_TOOLS = ["keyword_search", "semantic_search", "chunk_read", "table_list", "table_query"]
 _NUMBER = re.compile(r"\(?-?\$?\d[\d,]*(?:\.\d+)?\)?%?")
 
 
@@ -86,7 +90,9 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30, help="questions asked (seeded, of those extracts)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--conditions", default=",".join(CONDITIONS), help=f"some of {', '.join(CONDITIONS)}")
     args = parser.parse_args()
+    conditions = [c for c in args.conditions.split(",") if c in CONDITIONS]
     extracts = json.loads((args.dataset / "tatqa_dataset_dev.json").read_text(encoding="utf-8"))
     rng = random.Random(args.seed)
     chosen = sorted(rng.sample(range(len(extracts)), min(args.extracts, len(extracts))))
@@ -105,30 +111,37 @@ def main() -> None:
     questions = sorted(rng.sample(asked, min(args.questions, len(asked))))
     settings = load_settings()
     indexes = {}
-    for condition in CONDITIONS:
-        location = args.out / f"index-{condition}"
+    for condition in conditions:
+        # the Word files indexed again for the table tools: an index written before tables were kept has none
+        location = args.out / f"index-{'tables' if condition.startswith('tables') else condition}"
         if not (location / "manifest.json").exists():
-            build_index([corpus / condition], location, settings.index)
+            build_index([corpus / CORPUS_OF[condition]], location, settings.index)
         indexes[condition] = open_index(location, settings)
-    scores: dict[str, dict[str, float | None]] = {c: {} for c in CONDITIONS}
-    seconds: dict[str, list[float]] = {c: [] for c in CONDITIONS}
-    for condition in CONDITIONS:
+    scores: dict[str, dict[str, float | None]] = {c: {} for c in conditions}
+    seconds: dict[str, list[float]] = {c: [] for c in conditions}
+    table_use: dict[str, list[list[str]]] = {c: [] for c in conditions}
+    for condition in conditions:
         results = args.out / f"{condition}.jsonl"
         done = {}
         if results.exists():
             done = {r["id"]: r for r in map(json.loads, results.read_text(encoding="utf-8").splitlines())}
-        agent = make_agent(indexes[condition], settings) if len(done) < len(questions) else None
+        chosen_settings = settings
+        if condition.startswith("tables"):
+            agent_settings = {"tools": TABLE_TOOLS} | ({"profile": "paper"} if condition == "tables-paper" else {})
+            chosen_settings = settings.model_copy(update={"agent": settings.agent.model_copy(update=agent_settings)})
+        agent = make_agent(indexes[condition], chosen_settings) if len(done) < len(questions) else None
         with results.open("a", encoding="utf-8") as out:
             for qid, question, gold, stem, kind, source in questions:
                 if qid not in done:
-                    suffix = "docx" if condition == "docx" else "txt"
+                    suffix = "txt" if condition == "flat" else "docx"
                     began = time.monotonic()
                     assert agent is not None
-                    result = agent.run(question, f"path={condition}/{stem}.{suffix}")
+                    result = agent.run(question, f"path={CORPUS_OF[condition]}/{stem}.{suffix}")
                     done[qid] = {
                         "id": qid, "question": question, "gold": gold, "type": kind, "from": source,
                         "prediction": result.answer, "not_found": result.not_found,
                         "seconds": round(time.monotonic() - began, 1), "stop_reason": result.stop_reason,
+                        "tools": [step.tool for step in result.trajectory],
                     }  # fmt: skip
                     out.write(json.dumps(done[qid]) + "\n")
                     out.flush()
@@ -136,24 +149,29 @@ def main() -> None:
                 record = done[qid]
                 scores[condition][qid] = float(right(str(record["prediction"]), record["gold"]))
                 seconds[condition].append(float(record["seconds"]))
+                table_use[condition].append(list(record.get("tools") or []))
     if not questions:
         return
     print(f"\n{len(questions)} questions over {len(chosen)} report extracts (seed {args.seed})\n")
-    print("| condition | right | p50 s |\n|---|---|---|")
-    for condition in CONDITIONS:
+    print("| condition | right | p50 s | questions using table_query |\n|---|---|---|---|")
+    for condition in conditions:
         estimate = accuracy(list(scores[condition].values()))
         p50 = sorted(seconds[condition])[len(seconds[condition]) // 2]
+        used = sum("table_query" in tools for tools in table_use[condition])
         print(f"| {condition} | {100 * estimate.value:.1f} [{100 * estimate.low:.1f}, {100 * estimate.high:.1f}] "
-              f"(n={estimate.n}) | {p50:.1f} |")  # fmt: skip
-    difference = paired_difference(scores["flat"], scores["docx"], args.seed)
-    if difference is not None:
-        print(f"| docx − flat (paired) | {100 * difference.value:+.1f} [{100 * difference.low:+.1f}, "
-              f"{100 * difference.high:+.1f}] (n={difference.n}) | |")  # fmt: skip
+              f"(n={estimate.n}) | {p50:.1f} | {used} |")  # fmt: skip
+    for before, after in (("flat", "docx"), ("docx", "tables"), ("docx", "tables-paper")):
+        if before not in conditions or after not in conditions:
+            continue
+        difference = paired_difference(scores[before], scores[after], args.seed)
+        if difference is not None:
+            print(f"| {after} − {before} (paired) | {100 * difference.value:+.1f} [{100 * difference.low:+.1f}, "
+                  f"{100 * difference.high:+.1f}] (n={difference.n}) | |")  # fmt: skip
     for kind in ("span", "arithmetic", "count"):
         ids = [q[0] for q in questions if q[4] == kind]
         if ids:
-            cells = [f"{sum(scores[c][i] or 0 for i in ids):.0f}/{len(ids)}" for c in CONDITIONS]
-            print(f"| {kind}: flat, docx | {', '.join(cells)} | |")
+            cells = [f"{sum(scores[c][i] or 0 for i in ids):.0f}/{len(ids)}" for c in conditions]
+            print(f"| {kind}: {', '.join(conditions)} | {', '.join(cells)} | | |")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from arag import __version__
 from arag.corpus.build import build_index
 from arag.index import Index
-from arag.tools.toolkit import Toolkit
+from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from support.strategies import json_values
 
@@ -26,7 +26,7 @@ from support.strategies import json_values
 def test_mcp_round_trip(tmp_path: Path) -> None:
     idx = tmp_path / "idx"
     build_index([FIXTURES / "hipporag_corpus.json"], idx, fake_settings())
-    expected = {s["function"]["name"]: s["function"] for s in Toolkit(Index.open(idx)).schemas()}
+    expected = {s["function"]["name"]: s["function"] for s in Toolkit(Index.open(idx), enabled=TOOL_NAMES).schemas()}
 
     async def session() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "arag", "mcp", "--index", str(idx)])

@@ -38,7 +38,8 @@ from arag.harness.view import CompactView
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
 from arag.text import says_not_found
-from arag.tools.toolkit import TOOL_NAMES, ToolCall
+from arag.tools.toolkit import PAPER_TOOLS as TOOL_NAMES
+from arag.tools.toolkit import ToolCall
 from conftest import fake_run, guarded_call
 
 

@@ -835,3 +835,180 @@ def test_office_documents_read_the_same_from_postgres(nodes: list[PgNode], tmp_p
     finally:
         for index in opened:
             index.close()
+
+
+@pytest.fixture(scope="module")
+def table_indexes(nodes: list[PgNode], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Index]]:
+    """The office folder, a three-page PDF table and a CSV, in both stores."""
+    from support.office_files import write_office_folder, write_table_pdf
+
+    folder = write_office_folder(tmp_path_factory.mktemp("tables") / "docs")
+    write_table_pdf(folder / "depots.pdf")
+    (folder / "sales.csv").write_text('Region,Year,Revenue\nNorth,2019,"1,200"\nSouth,2019,900\nnorth,2018,(5)\n')
+    embedded, postgres = str(tmp_path_factory.mktemp("tables-idx") / "idx"), nodes[0].database("single", index="tables")
+    for location in (embedded, postgres):
+        build_index([folder], location, fake_settings(), rebuild=True)
+    opened = [Index.open(location, threads=1) for location in (embedded, postgres)]
+    yield opened
+    for index in opened:
+        index.close()
+
+
+_TABLE_QUERIES: list[dict[str, Any]] = [
+    {"table_id": "headcount.xlsx#t1", "aggregates": ["sum(Engineers)", "avg(Engineers)", "count(*)"]},
+    {"table_id": "headcount.xlsx#t1", "group_by": ["Engineers"], "aggregates": ["count(*)"], "order_by": "count(*)",
+     "descending": True, "limit": 5},
+    {"table_id": "headcount.xlsx#t1", "filters": ["Lead contains 14", "Engineers >= 3"], "order_by": "Team"},
+    {"table_id": "depots.pdf#t1", "filters": ["Crates > 300"], "columns": ["Depot", "Crates"], "order_by": "Crates",
+     "descending": True},
+    {"table_id": "sales.csv#t1", "group_by": ["Region"], "aggregates": ["sum(Revenue)"], "order_by": "Region"},
+    {"table_id": "sales.csv#t1", "filters": ["Region = NORTH"]},
+    {"table_id": "q3.pptx#t1"},
+    {"table_id": "headcount.xlsx#t2", "columns": ["Cost"]},
+    {"table_id": "depots.pdf#t1", "columns": ["Depot", "[Crates] / 7 - 1", "100 / ([Crates] - 14)"],
+     "filters": ["Crates < 30"], "order_by": "[Crates] / 7 - 1", "descending": True},
+]  # fmt: skip
+
+
+def test_tables_are_listed_and_queried_the_same_from_both_stores(table_indexes: list[Index]) -> None:
+    """The catalog, the listing and every query's observation (rows, counts, sources, chunks): identical."""
+    from arag.tools.toolkit import TOOL_NAMES
+
+    embedded, postgres = table_indexes
+    assert embedded.tables() == postgres.tables() and len(embedded.tables() or []) == 8
+    toolkits = [Toolkit(index, enabled=TOOL_NAMES) for index in table_indexes]
+    for name, arguments in [("table_list", {"top_k": 20}), ("table_list", {"query": "engineers", "top_k": 3})] + [
+        ("table_query", q) for q in _TABLE_QUERIES
+    ]:
+        results = [toolkit.call(name, arguments) for toolkit in toolkits]
+        assert results[0].ok, results[0].observation
+        assert results[0].observation == results[1].observation
+        assert results[0].chunk_ids == results[1].chunk_ids
+
+
+@settings(max_examples=60 * FUZZ_SCALE, deadline=None)
+@given(
+    group=st.lists(st.sampled_from(["Team", "Engineers", "Lead"]), max_size=2, unique=True),
+    aggregates=st.lists(
+        st.sampled_from(["count(*)", "count(Lead)", "sum(Engineers)", "avg(Engineers)", "min(Engineers)"]), max_size=2
+    ),
+    filters=st.lists(
+        st.one_of(
+            st.builds("Engineers {} {}".format, st.sampled_from(["=", "!=", ">", "<="]), st.integers(-1, 17)),
+            st.builds("Lead {} {}".format, st.sampled_from(["=", "contains"]), st.sampled_from(["lead 3", "1", "X"])),
+        ),
+        max_size=2,
+    ),
+    order=st.sampled_from(["", "Team", "Engineers", "count(*)", "sum(Engineers)", "[Engineers] / ([Engineers] - 4)"]),
+    descending=st.booleans(),
+    limit=st.integers(1, 50),
+)  # fmt: skip
+def test_generated_table_queries_give_the_same_rows_in_both_stores_and_in_python(
+    table_indexes: list[Index],
+    group: list[str],
+    aggregates: list[str],
+    filters: list[str],
+    order: str,
+    descending: bool,
+    limit: int,
+) -> None:
+    from arag.store.tabular import TableQueryError, evaluate, plan_query, show_value, tables_in
+
+    embedded, postgres = table_indexes
+    info = next(t for t in embedded.tables() or [] if t.table_id.endswith("headcount.xlsx#t1"))
+    arguments: dict[str, Any] = {"filters": filters, "order_by": order, "descending": descending, "limit": limit}
+    arguments |= {"group_by": group, "aggregates": aggregates} if group or aggregates else {}
+    if not (group or aggregates):
+        arguments["columns"] = ["Team", "[Engineers] / ([Engineers] - 4)", "-[Engineers] * 1.5"]
+    try:
+        query = plan_query(info, **arguments)
+    except TableQueryError:
+        return
+    records = embedded.store.chunks(range(*embedded.store.doc_chunk_range(info.doc_id)))
+    (table, *_) = tables_in(info.doc_id, [(r.chunk_id, r.text) for r in records.values()])
+    answers = [evaluate(query, table), embedded.table_answer(info.table_id, query)]
+    answers.append(postgres.table_answer(info.table_id, query))
+    shown = [([[show_value(v) for v in row] for row in a.rows], a.total, a.chunk_ids, a.header) for a in answers]
+    assert shown[1] == shown[0] and shown[2] == shown[0]
+
+
+_PG_INJECTIONS = [
+    "'; DROP TABLE data_rows; --",
+    "1); COPY (SELECT 1) TO PROGRAM 'touch /tmp/pg-pwned'; --",
+    "pg_read_file('/etc/passwd')",
+    "x' UNION SELECT pg_read_file('/etc/passwd') --",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r) SELECT * FROM r",
+    "Engineers = 1; SELECT pg_sleep(60)",
+    "\ud800",
+    "\x00",
+]
+
+
+@settings(max_examples=40 * FUZZ_SCALE, deadline=None)
+@given(
+    text=st.one_of(st.sampled_from(_PG_INJECTIONS), st.text(max_size=40)),
+    where=st.sampled_from(["table_id", "filter", "value", "aggregate", "order", "column"]),
+)
+def test_injected_table_arguments_are_refused_or_bounded_and_postgres_is_intact(
+    table_indexes: list[Index], text: str, where: str
+) -> None:
+    from arag.tools.toolkit import TOOL_NAMES
+
+    postgres = table_indexes[1]
+    arguments: dict[str, Any] = {"table_id": "headcount.xlsx#t1"}
+    arguments |= {
+        "table_id": {"table_id": text},
+        "filter": {"filters": [text]},
+        "value": {"filters": [f"Lead = {text}"]},
+        "aggregate": {"aggregates": [text]},
+        "order": {"order_by": text},
+        "column": {"columns": [text]},
+    }[where]
+    result = Toolkit(postgres, enabled=TOOL_NAMES).call("table_query", arguments)
+    assert result.observation.startswith(("Error: ", "table_query ")), result.observation
+    assert not Path("/tmp/pg-pwned").exists()
+
+
+def test_postgres_tables_survive_the_fuzzing_and_a_slow_query_is_stopped(
+    table_indexes: list[Index], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arag.store.postgres.store as pg_store
+    from arag.store.tabular import TableQueryError, plan_query
+
+    embedded, postgres = table_indexes
+    assert postgres.tables() == embedded.tables()
+    store = postgres.store
+    assert isinstance(store, PgStore)
+    with psycopg_connect(store) as conn:
+        rows = conn.execute(f'SELECT count(*) FROM "{store.location.schema}".data_rows').fetchone()[0]
+    assert rows == sum(t.n_rows for t in embedded.tables() or [])
+    info = next(t for t in postgres.tables() or [] if t.table_id.endswith("headcount.xlsx#t1"))
+    query = plan_query(info, group_by=["Team"], aggregates=["sum(Engineers)"], order_by="sum(Engineers)")
+    monkeypatch.setattr(pg_store, "QUERY_TIME_LIMIT_S", 0.001)
+    try:
+        postgres.table_answer(info.table_id, query)  # a 1 ms limit may or may not be met by 150 rows
+    except TableQueryError as exc:
+        assert "longer than 0.001 s" in str(exc)
+    monkeypatch.setattr(pg_store, "QUERY_TIME_LIMIT_S", 2.0)
+    assert postgres.table_answer(info.table_id, query).total == 150  # the reader goes on
+
+
+def test_a_sync_replaces_a_table_in_postgres_as_in_the_embedded_store(nodes: list[PgNode], tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.csv").write_text("name,n\nx,1\n", encoding="utf-8")
+    (folder / "b.csv").write_text("name,n\ny,2\n", encoding="utf-8")
+    locations = [str(tmp_path / "idx"), nodes[0].database("single", index="tablesync")]
+    for location in locations:
+        build_index([folder], location, fake_settings(), rebuild=True)
+    (folder / "a.csv").write_text("name,n\nx,1\nz,5\n", encoding="utf-8")
+    (folder / "b.csv").unlink()
+    for location in locations:
+        build_index([folder], location, fake_settings(), sync=True)
+    opened = [Index.open(location, threads=1) for location in locations]
+    try:
+        catalogs = [[(t.table_id.split("/")[-1], t.n_rows) for t in index.tables() or []] for index in opened]
+        assert catalogs == [[("a.csv#t1", 2)]] * 2
+    finally:
+        for index in opened:
+            index.close()

@@ -18,6 +18,7 @@ from arag.corpus.build import build_index
 from arag.index import Index
 from arag.settings import IndexSettings, ServerSettings, Settings
 from arag.store import FORMAT_VERSION
+from arag.tools.toolkit import TOOL_NAMES
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
 from support.live_server import LiveServer, serve
 from support.scripted_server import Hang, ScriptedServer, completion, tool_call
@@ -246,7 +247,7 @@ def test_mcp_over_http_has_a_tracker_per_session(live: LiveServer) -> None:
         async with streamable_http_client(f"{live.url}/mcp/") as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = [t.name for t in (await session.list_tools()).tools]
-            assert names == ["keyword_search", "semantic_search", "chunk_read"]
+            assert names == list(TOOL_NAMES)
             first = await session.call_tool("chunk_read", {"chunk_ids": ["Waldrada#0"]})
             again = await session.call_tool("chunk_read", {"chunk_ids": ["Waldrada#0"]})
             return [first.content[0].text, again.content[0].text]

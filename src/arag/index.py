@@ -28,6 +28,7 @@ from arag.filters import Filter
 from arag.settings import IndexSettings
 from arag.store import ChunkRecord, DocumentRecord, Scope, Store, open_store
 from arag.store.embedded import ivf
+from arag.store.tabular import TableAnswer, TableInfo, TableQuery, find_table, plan_query
 from arag.text import never_stored, storable
 
 SEMANTIC_SNIPPETS = 3
@@ -391,6 +392,42 @@ class Index:
         shown = {record.chunk_id for record in found}
         missing = [c for c in dict.fromkeys(chunk_ids) if c not in shown]
         return found, missing
+
+    # ------------------------------------------------------------------ tables as data
+    @_one_generation
+    def tables(self, where: Filter | None = None) -> list[TableInfo] | None:
+        """The tables found in the documents ``where`` lets through, in document order (None: the index was
+        built before a-rag kept tables as data)."""
+        catalog = self.store.table_catalog()
+        scope = self.scope(where)
+        if catalog is None or scope is None:
+            return catalog
+        return [table for table in catalog if table.doc_id in scope.doc_ids]
+
+    @_one_generation
+    def table_answer(self, table_id: str, query: TableQuery) -> TableAnswer:
+        """A checked query's result over one table (arag.store.tabular: the query and its semantics)."""
+        return self.store.table_answer(table_id, query)
+
+    @_one_generation
+    def query_table(
+        self,
+        table_id: str,
+        columns: list[str] | tuple[str, ...] = (),
+        filters: list[str] | tuple[str, ...] = (),
+        group_by: list[str] | tuple[str, ...] = (),
+        aggregates: list[str] | tuple[str, ...] = (),
+        order_by: str = "",
+        descending: bool = False,
+        limit: int = 20,
+        where: Filter | None = None,
+    ) -> tuple[TableInfo, TableQuery, TableAnswer]:
+        """A table queried as the tool ``table_query`` takes it (arag.store.tabular.plan_query: the query's form),
+        among the tables of the documents ``where`` lets through; :class:`~arag.store.tabular.TableQueryError`
+        says what to change."""
+        table = find_table(self.tables(where), table_id)
+        query = plan_query(table, columns, filters, group_by, aggregates, order_by, descending, limit)
+        return table, query, self.store.table_answer(table.table_id, query)
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document's record (with its metadata)."""

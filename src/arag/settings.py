@@ -14,7 +14,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from arag.errors import ConfigError
 
-ToolName = Literal["keyword_search", "semantic_search", "chunk_read"]
+ToolName = Literal["keyword_search", "semantic_search", "chunk_read", "table_list", "table_query"]
+# the agent's default: the paper's three (the table tools are offered by agent.tools or the method arag-tables)
 TOOL_NAMES: tuple[ToolName, ...] = ("keyword_search", "semantic_search", "chunk_read")
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -201,8 +202,8 @@ class AgentSettings(BaseModel):
     profile: str = Field(
         "auto",
         description="'paper': the paper's prompt and loop; 'compact': the same loop with the small-model policies "
-        "(arag/harness/profiles/compact.toml); a path to a profile file of your own; 'auto': compact for the "
-        "embedded model, paper otherwise.",
+        "(arag/harness/profiles/compact.toml); 'tables': the paper's loop with the table tools too; a path to a "
+        "profile file of your own; 'auto': compact for the embedded model, paper otherwise.",
     )
     policies: list[str] = Field(
         default_factory=list,

@@ -269,7 +269,7 @@ class Agent:
     def _toolkit(self, tracker: ContextTracker | None = None) -> Toolkit:
         names = {str(k): v for k, v in self.settings.tool_names.items()}
         view = self.bundle.view_for(flat=self.actions.flat)
-        return Toolkit(self.index, tracker=tracker, enabled=self.settings.tools, names=names, view=view)
+        return Toolkit(self.index, tracker=tracker, enabled=self.bundle.tools(), names=names, view=view)
 
     def _observation(self, call: ToolCall, text: str) -> dict[str, Any]:
         if call.call_id is not None:

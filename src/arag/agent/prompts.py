@@ -23,8 +23,15 @@ def system_prompt(profile_prompt: str | None = None, override: Path | None = Non
     return resources.files("arag.agent").joinpath("prompts", "system.md").read_text(encoding="utf-8")
 
 
+TABLES_HINT = (
+    " For figures in tables (a value in a row, a sum, a count, the largest), find the table with table_list and "
+    "compute with table_query; cite the chunks its result names."
+)
+
+
 def tools_line(names: list[str], max_steps: int) -> str:
-    return f"\nAvailable tools: {', '.join(names)}. You have at most {max_steps} tool calls."
+    hint = TABLES_HINT if "table_query" in names else ""
+    return f"\nAvailable tools: {', '.join(names)}. You have at most {max_steps} tool calls.{hint}"
 
 
 def tool_list(schemas: list[dict[str, Any]]) -> str:

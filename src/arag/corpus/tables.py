@@ -7,11 +7,11 @@ chunk (:class:`arag.corpus.readers.Structure` ``blocks``), so a row is never cut
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arag.corpus.chunking import count_tokens
+from arag.store.tabular import SEPARATOR_LINE, markdown_cells
 
 # A part of a long table: under the default chunk (1000 tokens) with room for a caption and the chunk's other text.
 PART_TOKENS = 600
@@ -109,29 +109,19 @@ def table_parts(
     return parts
 
 
-_SEPARATOR = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
-
-
-def _cells(line: str) -> list[str]:
-    """A Markdown table line's cells (escaped pipes kept inside their cell)."""
-    inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
-    cells = re.split(r"(?<!\\)\|", inner)
-    return [cell.strip().replace("\\|", "|").replace("\\\\", "\\") for cell in cells]  # cell_text's escapes undone
-
-
 def row_as_fields(text: str, start: int, end: int) -> str | None:
     """The table row at ``text[start:end]`` written with its header, ``Column: value; …`` — what a row means — or
     None when that span is not a row under a Markdown header in ``text`` (the header itself, a separator, prose)."""
     row = text[start:end].strip()
-    if not row.startswith("|") or "\n" in row or _SEPARATOR.match(row):
+    if not row.startswith("|") or "\n" in row or SEPARATOR_LINE.match(row):
         return None
     before = text[:start].rstrip("\n").split("\n")
     # the rows above it, up to the separator line; the header is the line above that
     for i in range(len(before) - 1, 0, -1):
         line = before[i].strip()
-        if _SEPARATOR.match(line):
-            header = _cells(before[i - 1])
-            values = _cells(row)
+        if SEPARATOR_LINE.match(line):
+            header = markdown_cells(before[i - 1])
+            values = markdown_cells(row)
             if not before[i - 1].strip().startswith("|") or len(header) != len(values):
                 return None
             pairs = zip(header, values, strict=True)

@@ -25,6 +25,7 @@ METHODS: dict[str, list[ToolName] | None] = {
     "naive-rag": None,
     "arag-naive": ["semantic_search"],
     "arag-full": ALL_TOOLS,
+    "arag-tables": [*ALL_TOOLS, "table_list", "table_query"],
     "arag-no-keyword": ["semantic_search", "chunk_read"],
     "arag-no-semantic": ["keyword_search", "chunk_read"],
     "arag-no-read": ["keyword_search", "semantic_search"],

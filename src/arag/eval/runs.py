@@ -22,6 +22,7 @@ METHOD_LABELS = {
     "naive-rag": "Naive RAG",
     "arag-naive": "A-RAG (Naive)",
     "arag-full": "A-RAG (Full)",
+    "arag-tables": "A-RAG (Full) + table tools",
     "arag-no-keyword": "A-RAG w/o keyword_search",
     "arag-no-semantic": "A-RAG w/o semantic_search",
     "arag-no-read": "A-RAG w/o chunk_read",

@@ -18,10 +18,10 @@ from arag.harness.compose import Harness, declared_fields
 from arag.harness.prompts import FINAL, compact_format, packaged_prompt
 from arag.harness.registry import POLICIES
 from arag.harness.view import CompactView
-from arag.settings import AgentSettings, ViewSettings
+from arag.settings import AgentSettings, ToolName, ViewSettings
 from arag.tools.view import ResultView
 
-PROFILES = ("paper", "compact")
+PROFILES = ("paper", "compact", "tables")
 PAPER_PROMPT = "system.md"  # the paper's own system prompt (arag.agent)
 
 
@@ -40,6 +40,9 @@ class Profile(BaseModel):
     observation_label: bool = Field(description='JSON actions: a result starts "Observation from TOOL:".')
     policies: list[str] = Field(description="The policies it runs (their order does not matter: compose.py).")
     view: ViewSettings = Field(default_factory=ViewSettings, description="The tools' result view.")
+    tools: list[ToolName] | None = Field(
+        None, description="The tools it offers (none named: agent.tools; agent.tools set by the user wins)."
+    )
 
 
 class Bundle:
@@ -58,6 +61,12 @@ class Bundle:
         self.name, self.profile, self.policies, self.view, self.settings = name, profile, policies, view, settings
         self.configs = configs
         self.fields = declared_fields(self._instances())
+
+    def tools(self) -> list[str]:
+        """The tools a run offers: agent.tools when set, else the profile's, else agent.tools' default."""
+        if self.profile.tools is None or "tools" in self.settings.model_fields_set:
+            return list(self.settings.tools)
+        return list(self.profile.tools)
 
     @property
     def policy_names(self) -> list[str]:

@@ -22,7 +22,7 @@ from mcp.server.stdio import stdio_server
 from arag.index import Index
 from arag.jsonsafe import clean_json_value, json_depth, loads_bounded
 from arag.tools.sessions import ToolkitSessions
-from arag.tools.toolkit import Toolkit
+from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from arag.tools.view import CLIENT_VIEW
 from arag.version import __version__
 
@@ -68,7 +68,7 @@ def per_session_toolkits(index: Index) -> Callable[[Any], Toolkit]:
 
 
 def serve(index: Index) -> None:
-    toolkit = Toolkit(index, view=CLIENT_VIEW)  # a stdio server serves one session
+    toolkit = Toolkit(index, enabled=TOOL_NAMES, view=CLIENT_VIEW)  # a stdio server serves one session
     server = build_server(lambda session: toolkit)
 
     async def main() -> None:

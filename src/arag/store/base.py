@@ -10,6 +10,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from arag.store.tabular import TableAnswer, TableInfo, TableQuery
+
 FORMAT_VERSION = 4
 # version 3 had no document metadata and no chunk locations: such an index is read as it is (filters match none of
 # its documents, citations resolve to the chunk only)
@@ -153,6 +155,16 @@ class Store(Protocol):
         """The top_k chunks by their best sentence's cosine with ``query`` (score descending, then row
         ascending), each with the cosines of all its sentences in order; approximate unless ``exact`` (a search
         in a ``scope`` is always exact)."""
+        ...
+
+    def table_catalog(self) -> list[TableInfo] | None:
+        """The tables found in the chunks, in document order (None: the index was written before a-rag kept
+        tables as data)."""
+        ...
+
+    def table_answer(self, table_id: str, query: TableQuery) -> TableAnswer:
+        """A checked query's result over one table, read-only and bounded in rows and time
+        (:class:`~arag.store.tabular.TableQueryError` for an unknown id or a query stopped at the time limit)."""
         ...
 
     def verify(self) -> list[str]:

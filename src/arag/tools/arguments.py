@@ -129,7 +129,8 @@ def validate_arguments(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str
     hints = _type_hints(getattr(fn, "__func__", fn))
     # Models often pass a single string where a list is expected; accept it rather than fail the step.
     fixed = {
-        key: [value] if isinstance(value, str) and hints.get(key) == list[str] else value for key, value in args.items()
+        key: [value] if isinstance(value, str) and hints.get(key) in (list[str], list[str] | None) else value
+        for key, value in args.items()
     }
     try:
         model = _arguments_model(fn).model_validate(fixed)

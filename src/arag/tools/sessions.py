@@ -6,7 +6,7 @@ import threading
 from collections import OrderedDict
 
 from arag.index import Index
-from arag.tools.toolkit import Toolkit
+from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from arag.tools.view import ResultView
 
 
@@ -16,7 +16,7 @@ class ToolkitSessions:
 
     def __init__(self, index: Index, keep: int = 1024, view: ResultView | None = None) -> None:
         self.index, self.keep, self.view = index, keep, view
-        self.shared = Toolkit(index, view=view)
+        self.shared = Toolkit(index, enabled=TOOL_NAMES, view=view)
         self._toolkits: OrderedDict[str, Toolkit] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -24,7 +24,7 @@ class ToolkitSessions:
         if not session_id:
             return self.shared
         with self._lock:
-            toolkit = self._toolkits.pop(session_id, None) or Toolkit(self.index, view=self.view)
+            toolkit = self._toolkits.pop(session_id, None) or Toolkit(self.index, enabled=TOOL_NAMES, view=self.view)
             self._toolkits[session_id] = toolkit
             while len(self._toolkits) > self.keep:
                 self._toolkits.popitem(last=False)

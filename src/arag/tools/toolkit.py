@@ -1,4 +1,5 @@
-"""The three retrieval tools the agent calls (paper §3.2).
+"""The retrieval tools the agent calls: the paper's three (§3.2), and two over the tables found in the documents
+(tables as data, the paper's future work: structured sources).
 
 Each tool is a typed method whose docstring is the description the model reads; the JSON schema
 sent to the model is derived from the signature. A bad argument never raises: it becomes an
@@ -16,8 +17,10 @@ from typing import Any
 
 from arag.citations import locate
 from arag.corpus.chunking import count_tokens
+from arag.filters import OPERATORS as FILTER_OPERATORS
 from arag.filters import Filter, FilterError, parse_filter
 from arag.index import Index, SearchHit
+from arag.store.tabular import NOT_BUILT, TableQueryError, find_table, plan_query
 from arag.tools.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_QUERY_CHARS,
@@ -27,13 +30,17 @@ from arag.tools.arguments import (
     validate_arguments,
     validated_arguments_for_record,
 )
+from arag.tools.tables import list_tables, rank_tables, show_answer
 from arag.tools.tracker import ContextTracker
 from arag.tools.view import ResultPresenter, ResultView
 
 MAX_TOP_K = 20
 MAX_KEYWORDS = 10
 MAX_READ = 10
-TOOL_NAMES = ("keyword_search", "semantic_search", "chunk_read")
+MAX_TABLE_ROWS = 50
+PAPER_TOOLS = ("keyword_search", "semantic_search", "chunk_read")
+TABLE_TOOLS = ("table_list", "table_query")
+TOOL_NAMES = PAPER_TOOLS + TABLE_TOOLS
 
 
 @dataclass
@@ -77,13 +84,14 @@ class _Output:
 
 
 class Toolkit:
-    """The tools over one shared :class:`Index`, with one :class:`ContextTracker` per session."""
+    """The tools over one shared :class:`Index`, with one :class:`ContextTracker` per session: the paper's three
+    unless ``enabled`` names others (clients outside the agent — MCP, HTTP — get every tool, TOOL_NAMES)."""
 
     def __init__(
         self,
         index: Index,
         tracker: ContextTracker | None = None,
-        enabled: Sequence[str] = TOOL_NAMES,
+        enabled: Sequence[str] = PAPER_TOOLS,
         exact: bool | None = None,
         encoding: str = "cl100k_base",
         names: dict[str, str] | None = None,
@@ -105,6 +113,7 @@ class Toolkit:
         self._view = view or ResultView()
         self.presenter: ResultPresenter = self._presenter(self._view)
         self.last_hits: list[str] = []  # the latest search's chunk ids in rank order: "hit 1" refers to them
+        self.last_tables: list[str] = []  # the latest table_list's ids in rank order: table "1" refers to them
         self.scope = scope  # the user's filter: every call stays within it (and within the model's own where)
 
     def _presenter(self, view: ResultView) -> ResultPresenter:
@@ -169,7 +178,96 @@ class Toolkit:
         """
         return self._track(self._chunk_read(chunk_ids, where)).text
 
+    def table_list(self, query: str = "", top_k: int = 5, where: str = "") -> str:
+        """List the tables in the documents (spreadsheets, CSV files, and tables in Word, PowerPoint, PDF and web
+        pages), best matches for the query first.
+
+        Each table shows its id, caption, source, row count, its columns with their types (number or text) and its
+        first rows. Then call table_query with a table's id to filter, sort, count or add up its rows.
+
+        Args:
+            query: Words for what the table should hold, e.g. "revenue by region 2019" (empty: every table).
+            top_k: Number of tables to list (1-20).
+            where: Optional filter on the documents' metadata, e.g. "path=reports/*".
+        """
+        return self._track(self._table_list(query, top_k, where)).text
+
+    def table_query(
+        self,
+        table_id: str,
+        columns: list[str] | None = None,
+        filters: list[str] | None = None,
+        group_by: list[str] | None = None,
+        aggregates: list[str] | None = None,
+        order_by: str = "",
+        descending: bool = False,
+        limit: int = 20,
+    ) -> str:
+        """Query one table's rows, read-only: choose columns, filter rows, group them, add them up, sort them.
+
+        Numbers compare as numbers; text compares without regard to case. Returns the rows as a table with the
+        chunk ids they come from (cite those).
+
+        Args:
+            table_id: A table's id from table_list, e.g. "report.xlsx#t1".
+            columns: Columns to show, by name as table_list shows them (default: every column), or computed from
+                number columns written in [brackets], e.g. "[2019] - [2018]" or "([2019] - [2018]) / [2018] * 100".
+            filters: Conditions every row must meet, each "column operator value" with an operator of = != > >= < <=
+                contains, e.g. ["Region = North", "Revenue > 1000"].
+            group_by: Columns to group the rows by (with aggregates).
+            aggregates: Values computed over the rows (of each group): "count(*)", "sum(column)", "avg(column)",
+                "min(column)", "max(column)".
+            order_by: A column, a computed column or an aggregate to sort by, e.g. "Revenue" or "sum(Revenue)".
+            descending: Sort from the largest to the smallest.
+            limit: Maximum rows to return (1-50).
+        """
+        return self._track(
+            self._table_query(table_id, columns, filters, group_by, aggregates, order_by, descending, limit)
+        ).text
+
     # ------------------------------------------------------------------ what each tool shows
+    def _table_list(self, query: str = "", top_k: int = 5, where: str = "") -> _Output:
+        top_k, notes = _clamp_top_k(top_k)
+        where_filter, scoped = self._filter(where)
+        tables = self.index.tables(where_filter)
+        if tables is None:
+            return _Output(f"table_list: {NOT_BUILT}")
+        ranked = rank_tables(self.index, tables, query[:MAX_QUERY_CHARS], where_filter)
+        self.last_tables = [table.table_id for table in ranked[:top_k]]
+        return _Output(scoped + notes + list_tables(self.index, ranked, top_k).text)
+
+    def _table_query(
+        self,
+        table_id: str,
+        columns: list[str] | None,
+        filters: list[str] | None,
+        group_by: list[str] | None,
+        aggregates: list[str] | None,
+        order_by: str,
+        descending: bool,
+        limit: int,
+    ) -> _Output:
+        notes = ""
+        if limit > MAX_TABLE_ROWS:
+            notes, limit = f"(limit {limit} is above the maximum; clamped to {MAX_TABLE_ROWS})\n", MAX_TABLE_ROWS
+        try:
+            table = find_table(self.index.tables(self.scope), self._resolve_table_id(table_id[:MAX_ARGUMENT_CHARS]))
+            query = plan_query(
+                table,
+                [c[:MAX_ARGUMENT_CHARS] for c in columns or []],
+                [f[:MAX_ARGUMENT_CHARS] for f in filters or []],
+                [g[:MAX_ARGUMENT_CHARS] for g in group_by or []],
+                [a[:MAX_ARGUMENT_CHARS] for a in aggregates or []],
+                order_by[:MAX_ARGUMENT_CHARS],
+                descending,
+                limit,
+            )
+            answer = self.index.table_answer(table.table_id, query)
+        except TableQueryError as exc:
+            raise ToolArgumentError(str(exc)) from None
+        shown = show_answer(self.index, table, query, answer, f"table_query {table.table_id}")
+        return _Output(notes + shown.text, shown.chunk_ids, shown.chunk_ids)
+
     def _keyword_search(self, keywords: list[str], top_k: int = 5, where: str = "") -> _Output:
         keywords, notes = self._check_keywords(keywords)
         top_k, note = _clamp_top_k(top_k)
@@ -240,17 +338,24 @@ class Toolkit:
     def _filter(self, where: str) -> tuple[Filter | None, str]:
         """The filter a call searches with (the session's scope and the call's ``where``), and a note for the
         model when it lets no document through or some documents have no metadata to match."""
+        note = ""
         try:
             own = parse_filter(where)
         except FilterError as exc:
-            raise ToolArgumentError(str(exc)) from None
+            # a model often writes a document's path where a filter goes: read it as one on the path
+            as_path = f"path~{json.dumps(where.strip(), ensure_ascii=False)}"
+            try:
+                if any(op in where for op in FILTER_OPERATORS):
+                    raise exc from None
+                own, note = parse_filter(as_path), f"(read the filter as {as_path})\n"
+            except FilterError:
+                raise ToolArgumentError(str(exc)) from None
         combined = own.also(self.scope) if own is not None else self.scope
         if combined is None:
-            return None, ""
-        note = ""
+            return None, note
         missing = self.index.without_metadata()
         if missing:
-            note = (
+            note += (
                 f"({missing} documents were indexed before a-rag recorded metadata: no filter matches them; "
                 "re-index them with --rebuild)\n"
             )
@@ -282,6 +387,17 @@ class Toolkit:
             notes += f"(keywords longer than {MAX_ARGUMENT_CHARS} characters were cut)\n"
             cleaned = [k[:MAX_ARGUMENT_CHARS] for k in cleaned]
         return cleaned, notes
+
+    def _resolve_table_id(self, value: str) -> str:
+        """A table id as the model wrote it: the id, "table ID", or the rank in the latest table_list ("1", "[2]",
+        "table 1")."""
+        text = value.strip().strip("[]").strip()
+        if text[:6].lower() == "table " and len(text) > 6:
+            text = text[6:].strip()
+        match = _TABLE_RANK.match(text)
+        if match and 1 <= int(match.group(1)) <= len(self.last_tables):
+            return self.last_tables[int(match.group(1)) - 1]
+        return text
 
     def _resolve_id(self, value: str) -> str:
         """A chunk id as the model wrote it: the id itself, "chunk 12", "[12]", or "hit 2" / "#2" for the
@@ -346,7 +462,7 @@ class Toolkit:
                 raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
             function = getattr(self, canonical)
             args = parse_arguments(arguments)
-            if self.view.search_hits and canonical != "chunk_read" and "top_k" not in args:
+            if self.view.search_hits and canonical in ("keyword_search", "semantic_search") and "top_k" not in args:
                 args["top_k"] = self.view.search_hits
             validated = validate_arguments(function, args)
             # an unused filter is left out of the record: a call without one reads as it always did
@@ -381,6 +497,7 @@ def _clamp_top_k(top_k: int) -> tuple[int, str]:
 
 
 _HIT_REFERENCE = re.compile(r"^(?:hit\s*#?\s*|#)(\d{1,3})$", re.I)
+_TABLE_RANK = re.compile(r"^(?:hit\s*#?\s*|#)?(\d{1,2})$", re.I)
 
 
 def _bare_chunk_id(value: str) -> str:

@@ -21,4 +21,6 @@ class SearchFirst(Policy):
         if run.steps != 0 or run.searches or not base.constrained or base.forced:
             return None
         self.acted()
-        return Allow(without=frozenset({"chunk_read"}) if len(base.tools) > 1 else frozenset(), answer=False)
+        # a table query before anything was listed would name a table id made up, as a read would a chunk id
+        made_up = frozenset({"chunk_read", "table_query"}) & frozenset(base.tools)
+        return Allow(without=made_up if len(base.tools) > len(made_up) else frozenset(), answer=False)

@@ -25,6 +25,10 @@ app = typer.Typer(
 )
 search_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run a retrieval tool directly.")
 app.add_typer(search_app, name="search")
+tables_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="The tables found in the documents, as data: list, query."
+)
+app.add_typer(tables_app, name="tables")
 db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="A local PostgreSQL + pgvector server.")
 app.add_typer(db_app, name="db")
 eval_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Reproduce the paper's experiments.")

@@ -129,7 +129,10 @@ WorkersOpt = Annotated[int, typer.Option(min=1, max=64, help="Questions answered
 JudgeOpt = Annotated[bool, typer.Option("--judge", help="Also compute LLM-Acc (ARAG_JUDGE__* or the agent model).")]
 MethodOpt = Annotated[
     str,
-    typer.Option(help="direct, naive-rag, arag-naive, arag-full, arag-no-keyword, arag-no-semantic, arag-no-read."),
+    typer.Option(
+        help="direct, naive-rag, arag-naive, arag-full, arag-tables (with the table tools), arag-no-keyword, "
+        "arag-no-semantic, arag-no-read."
+    ),
 ]
 
 

@@ -1,4 +1,5 @@
-"""The paper's retrieval tools run directly: ``arag search keyword|semantic``, ``arag read``."""
+"""The retrieval tools run directly: ``arag search keyword|semantic``, ``arag read`` (the paper's), and
+``arag tables list|query`` (tables as data)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from arag.serve.cli.common import (
     print_json,
     scope_notes,
     search_app,
+    tables_app,
 )
 from arag.settings import IndexSettings, describe
 
@@ -118,3 +120,86 @@ def read(
         err.print(f"{reason}: {chunk_id}", highlight=False, markup=False)
     if missing:
         raise typer.Exit(1)
+
+
+@tables_app.command("list")
+def tables_list(
+    index_dir: IndexOpt,
+    query: Annotated[str, typer.Option("--query", "-q", help="Words for what the table should hold.")] = "",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=1000, help="Tables to list.")] = 20,
+    where: WhereOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The tables read from the documents (spreadsheets, CSV, and tables in Word, PowerPoint, PDF, web pages), each
+    with its id, columns and their kinds, rows and where it is."""
+    from dataclasses import asdict
+
+    from arag.filters import parse_filter
+    from arag.store.tabular import NOT_BUILT, TableQueryError
+    from arag.tools.tables import rank_tables, source_label
+
+    scope = parse_filter(where)
+    idx = open_index(index_dir)
+    scope_notes(idx, scope)
+    found = idx.tables(scope)
+    if found is None:
+        raise TableQueryError(NOT_BUILT)
+    ranked = rank_tables(idx, found, query, scope)[:top_k]
+    if as_json:
+        print_json([{**asdict(table), "source": source_label(idx, table)} for table in ranked])
+        return
+    for table in ranked:
+        caption = f" “{table.caption}”" if table.caption else ""
+        out.print(f"[bold]{escape(table.table_id)}[/bold]{escape(caption)} — {escape(source_label(idx, table))}, "
+                  f"{table.n_rows} rows", highlight=False)  # fmt: skip
+        columns = "; ".join(f"{c.name} ({c.kind})" for c in table.columns)
+        out.print(f"  {columns}", markup=False, highlight=False)
+    if not ranked:
+        err.print("no tables in these documents")
+
+
+@tables_app.command("query")
+def tables_query(
+    table_id: Annotated[str, typer.Argument(help="A table's id, as arag tables list shows it.")],
+    index_dir: IndexOpt,
+    column: Annotated[
+        list[str] | None,
+        typer.Option("--column", "-c", help="A column to show, or one computed: '[2019] - [2018]' (repeatable)."),
+    ] = None,
+    filter_: Annotated[
+        list[str] | None,
+        typer.Option("--filter", "-f", help="'column operator value', = != > >= < <= contains (repeatable)."),
+    ] = None,
+    group_by: Annotated[list[str] | None, typer.Option("--group-by", "-g", help="A column to group by.")] = None,
+    aggregate: Annotated[
+        list[str] | None, typer.Option("--aggregate", "-a", help="count(*), sum(c), avg(c), min(c), max(c).")
+    ] = None,
+    order_by: Annotated[str, typer.Option("--order-by", "-o", help="A column or an aggregate.")] = "",
+    descending: Annotated[bool, typer.Option("--descending", help="Largest first.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=50, help="Rows to show (1-50).")] = 20,
+    where: WhereOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Query one table read-only: columns, filters, groups, aggregates, an order (arag/store/tabular.py)."""
+    from dataclasses import asdict
+
+    from arag.filters import parse_filter
+    from arag.store.tabular import show_value
+    from arag.tools.tables import source_label
+
+    scope = parse_filter(where)
+    idx = open_index(index_dir)
+    table, _query, answer = idx.query_table(
+        table_id, column or [], filter_ or [], group_by or [], aggregate or [], order_by, descending, limit, scope
+    )
+    if as_json:
+        print_json({"table_id": table.table_id, "source": source_label(idx, table), **asdict(answer)})
+        return
+    from rich.table import Table
+
+    grid = Table(*answer.header, title=f"{table.table_id} — {source_label(idx, table)}", title_justify="left")
+    for row in answer.rows:
+        grid.add_row(*(escape(show_value(value)) for value in row))
+    out.print(grid)
+    shown = len(answer.rows)
+    err.print(f"{shown} of {answer.total} rows; chunks: {', '.join(answer.chunk_ids) or '-'}", highlight=False)

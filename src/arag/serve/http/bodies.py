@@ -8,7 +8,8 @@ from fastapi import HTTPException
 from pydantic import BaseModel, Field
 
 from arag.filters import MAX_FILTER_CHARS
-from arag.tools.arguments import MAX_QUERY_CHARS
+from arag.store.tabular import MAX_RESULT_ROWS
+from arag.tools.arguments import MAX_ARGUMENT_CHARS, MAX_QUERY_CHARS
 from arag.tools.toolkit import MAX_KEYWORDS, MAX_READ, MAX_TOP_K
 
 _WHERE = Field(None, max_length=MAX_FILTER_CHARS, description="A filter on document metadata (arag.filters).")
@@ -31,6 +32,20 @@ class ReadQuery(BaseModel):
     where: str | None = _WHERE
     claim: str | None = Field(None, max_length=MAX_QUERY_CHARS, description="Name each chunk's sentence that best "
                               "supports this text.")  # fmt: skip
+
+
+class TableQueryBody(BaseModel):
+    """A query of one table, as the tool table_query takes it (arag.store.tabular: its form and semantics)."""
+
+    table_id: str = Field(min_length=1, max_length=MAX_ARGUMENT_CHARS)
+    columns: list[str] = Field(default_factory=list, max_length=64)
+    filters: list[str] = Field(default_factory=list, max_length=20)
+    group_by: list[str] = Field(default_factory=list, max_length=20)
+    aggregates: list[str] = Field(default_factory=list, max_length=20)
+    order_by: str = Field("", max_length=MAX_ARGUMENT_CHARS)
+    descending: bool = False
+    limit: int = Field(20, ge=1, le=MAX_RESULT_ROWS)
+    where: str | None = _WHERE
 
 
 MAX_EMBEDDING_INPUTS = 2048  # OpenAI's own bound per request

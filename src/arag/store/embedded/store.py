@@ -12,6 +12,7 @@ Layout::
         vector_norms.npy   float32 norms of f16/i8 vectors (same order as vectors.npy)
         ivf_*.npy          when ann is on: centroids, list offsets, and the row <-> position maps
         words.txt, word_*.npy   the word index of the lower-cased texts (arag/store/words.py)
+        tables.sqlite      the tables found in the chunks, as typed tables (arag/store/embedded/tables.py)
 
 A new generation is written to a temporary folder, fsynced, renamed into place, and only then
 does manifest.json (temp file + rename) point at it. A crash at any point leaves the previous
@@ -56,6 +57,8 @@ from arag.store.base import (
     parse_manifest,
 )
 from arag.store.embedded import ivf
+from arag.store.embedded.tables import TABLES_DATABASE, TablesFile, TablesWriter
+from arag.store.tabular import TableAnswer, TableInfo, TableQuery, TableQueryError, tables_in
 from arag.store.words import FILES as WORD_FILES
 from arag.store.words import LazyWordIndex, WordIndex, WordIndexBuilder, is_word, top_scores
 
@@ -179,6 +182,7 @@ class EmbeddedStore:
         self._words = LazyWordIndex(self._load_words)
         self._norm_cache: np.ndarray | None = None
         self._ivf: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._tables: TablesFile | None = None
         try:
             self._check_sizes()
             self._offsets = self._array("sent_offsets.npy")
@@ -283,11 +287,12 @@ class EmbeddedStore:
                     raise self._damaged(name, "entries out of range")
 
     @contextlib.contextmanager
-    def _db_errors(self) -> Iterator[None]:
+    def _db_errors(self, name: str = DATABASE) -> Iterator[None]:
+        """A SQLite failure of the generation's database ``name`` is a damaged index, named in one line."""
         try:
             yield
         except sqlite3.DatabaseError as exc:
-            raise self._damaged(DATABASE, f"SQLite: {exc}") from None
+            raise self._damaged(name, f"SQLite: {exc}") from None
 
     def verify(self) -> list[str]:
         """Problems found by hashing every file against the manifest (empty list: the index is intact)."""
@@ -673,8 +678,37 @@ class EmbeddedStore:
             m = min(n, m * 4)
         return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:top_k]
 
+    # ------------------------------------------------------------------ tables as data
+    def _tables_file(self) -> TablesFile | None:
+        if self._tables is None:
+            path = self.path / TABLES_DATABASE
+            if not path.exists():
+                return None  # a generation written before a-rag kept tables
+            self._tables = TablesFile(path)
+        return self._tables
+
+    def table_catalog(self) -> list[TableInfo] | None:
+        tables = self._tables_file()
+        if tables is None:
+            return None
+        with self._db_errors(TABLES_DATABASE):
+            return [info for _n, info in tables.catalog()]
+
+    def table_answer(self, table_id: str, query: TableQuery) -> TableAnswer:
+        tables = self._tables_file()
+        with self._db_errors(TABLES_DATABASE):
+            found = tables.find(table_id) if tables is not None else None
+        if tables is None or found is None:
+            raise TableQueryError(f"no table has the id {table_id!r}; use ids from table_list")
+        with self._db_errors(TABLES_DATABASE):
+            return tables.answer(found[0], found[1], query)
+
     def close(self) -> None:
         """Release the generation; a generation a writer left behind for this reader is removed then."""
+        tables = getattr(self, "_tables", None)
+        if tables is not None:
+            tables.close()
+            self._tables = None
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
@@ -771,6 +805,7 @@ class GenerationWriter:
         self._n_chunks = 0
         self._trigram_df: Counter[str] = Counter()
         self._words = WordIndexBuilder()
+        self._tables = TablesWriter(self.tmp)
 
     def add_document(self, doc: DocumentRecord) -> None:
         metadata = None if doc.metadata is None else json.dumps(doc.metadata, ensure_ascii=False)
@@ -818,6 +853,7 @@ class GenerationWriter:
             [(first + i, text.lower()) for i, (_cid, _o, text, _n) in enumerate(chunks)],
         )
         self._n_chunks += len(chunks)
+        self._tables.add(tables_in(doc_id, [(cid, text) for cid, _ordinal, text, _n in chunks]))
 
     def finish(
         self,
@@ -837,6 +873,7 @@ class GenerationWriter:
         except sqlite3.IntegrityError as exc:
             raise IndexFormatError(f"duplicate ids while writing the index: {exc}") from None
         self._db.close()
+        self._tables.close()
         self._words.save(self.tmp)
         np.save(self.tmp / "sent_offsets.npy", np.asarray(offsets, dtype=np.int64))
         np.save(self.tmp / "sent_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
@@ -894,6 +931,8 @@ class GenerationWriter:
     def abort(self) -> None:
         with contextlib.suppress(Exception):
             self._db.close()
+        with contextlib.suppress(Exception):
+            self._tables.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
         self._release()
 

@@ -23,6 +23,10 @@ Layout (per index schema):
   packed arrays (big-endian int8 rows, int4 counts), rebuilt at commit for the words an ingest touched: a
   common keyword ("film", "ii") then costs a few array reads and one NumPy sum instead of joining and grouping
   hundreds of thousands of ``chunk_words`` rows per request. Scoped searches keep the join.
+* ``data_tables(table_id, doc_id, doc_seq, number, caption, columns, n_rows, chunk_ids)`` and
+  ``data_rows(table_id, row_no, doc_id, chunk_id, cells)`` (on the coordinator; manifest ``data_tables``): the tables
+  found in the chunks (arag/store/tabular.py), each row's typed values as JSON (``c0``…, and ``l0``… the lower case
+  of a text cell), queried in the reader's read-only transaction with a statement timeout of its own.
 * ``manifest(id = 1, body)``: the same manifest as the embedded store (format version, embedder, chunker).
 
 Scale-out: with shards, the coordinator's three tables are hash partitions on ``doc_id`` whose partitions
@@ -59,6 +63,19 @@ from arag.store.base import (
     SemanticMatch,
     new_manifest,
     parse_manifest,
+)
+from arag.store.tabular import (
+    POSTGRES,
+    QUERY_TIME_LIMIT_S,
+    Column,
+    TableAnswer,
+    TableInfo,
+    TableQuery,
+    TableQueryError,
+    answer_header,
+    compile_query,
+    lowered,
+    tables_in,
 )
 from arag.store.words import WORD, is_word, top_scores
 from arag.text import never_stored
@@ -338,9 +355,9 @@ class PgStore:
     def _sql(self, text: str) -> sql.Composed:
         from psycopg import sql
 
-        return sql.SQL(text).format(
-            **{name: self._relations.table(name) for name in ("documents", "chunks", "sentences")}
-        )
+        tables = {name: self._relations.table(name) for name in ("documents", "chunks", "sentences")}
+        data = {name: sql.Identifier(self.location.schema, name) for name in ("data_tables", "data_rows")}
+        return sql.SQL(text).format(**tables, **data)
 
     @property
     def n_chunks(self) -> int:
@@ -645,6 +662,57 @@ class PgStore:
         return {int(row): np.asarray(scores, dtype=np.float32) for row, scores in self._fetch(q, args)}
 
     # ------------------------------------------------------------------ checks
+    # ------------------------------------------------------------------ tables as data
+    def table_catalog(self) -> list[TableInfo] | None:
+        if not self.manifest.extra.get("data_tables"):
+            return None  # written before a-rag kept tables
+        rows = self._fetch(
+            self._sql(
+                "SELECT table_id, doc_id, number, caption, columns, n_rows, chunk_ids FROM {data_tables} "
+                "ORDER BY doc_seq, number"
+            )
+        )
+        return [
+            TableInfo(table_id, doc_id, number, caption, [Column(n, k) for n, k in columns], n_rows, chunk_ids)
+            for table_id, doc_id, number, caption, columns, n_rows, chunk_ids in rows
+        ]
+
+    def table_answer(self, table_id: str, query: TableQuery) -> TableAnswer:
+        found = None
+        if self.manifest.extra.get("data_tables") and not never_stored(table_id):
+            found = self._fetch(
+                self._sql(
+                    "SELECT table_id, doc_id, number, caption, columns, n_rows, chunk_ids FROM {data_tables} "
+                    "WHERE table_id = %s"
+                ),
+                [table_id],
+            )
+        if not found:
+            raise TableQueryError(f"no table has the id {table_id!r}; use ids from table_list")
+        tid, doc_id, number, caption, columns, n_rows, chunk_ids = found[0]
+        info = TableInfo(tid, doc_id, number, caption, [Column(n, k) for n, k in columns], n_rows, chunk_ids)
+        # the schema's name is checked to be arag_[a-z0-9_]+ (parse_location): safe to write into the statement
+        rows_table = f'"{self.location.schema}"."data_rows"'
+        compiled = compile_query(query, info, POSTGRES, f"(SELECT * FROM {rows_table} WHERE table_id = %s) AS t")
+        parameters = [table_id, *compiled.parameters]
+        errors = self._psycopg.errors
+        with self.consistent(), self._conn() as conn:
+            try:
+                with conn.transaction():  # a savepoint: a stopped query leaves the reader's transaction usable
+                    conn.execute(f"SET LOCAL statement_timeout = {int(QUERY_TIME_LIMIT_S * 1000)}")
+                    rows = conn.execute(compiled.select, parameters).fetchall()
+                    count = conn.execute(compiled.count, parameters).fetchone()
+                    chunks = []
+                    if query.grouped:
+                        chunks = [c for (c,) in conn.execute(compiled.chunks, parameters)]
+                    conn.execute(f"SET LOCAL statement_timeout = {int(self.statement_timeout_s * 1000)}")
+            except errors.QueryCanceled:
+                raise TableQueryError(f"the query took longer than {QUERY_TIME_LIMIT_S:g} s and was stopped") from None
+        if not query.grouped:
+            chunks = list(dict.fromkeys(row[0] for row in rows))
+            rows = [row[1:] for row in rows]
+        return TableAnswer(answer_header(query, info), [list(r) for r in rows], int(count[0]) if count else 0, chunks)
+
     def verify(self) -> list[str]:
         """Counts per document against its chunks and sentences, spans against sentences, vector dimensions."""
         problems: list[str] = []
@@ -746,6 +814,16 @@ _MIGRATE_TO_4 = """
 ALTER TABLE {documents} ADD COLUMN IF NOT EXISTS metadata jsonb;
 ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS location jsonb;
 """
+_DATA_TABLES = """
+CREATE TABLE IF NOT EXISTS {data_tables} (
+    table_id text NOT NULL PRIMARY KEY, doc_id text NOT NULL, doc_seq bigint NOT NULL, number integer NOT NULL,
+    caption text NOT NULL, columns jsonb NOT NULL, n_rows integer NOT NULL, chunk_ids jsonb NOT NULL);
+CREATE INDEX IF NOT EXISTS data_tables_doc ON {data_tables} (doc_id);
+CREATE TABLE IF NOT EXISTS {data_rows} (
+    table_id text NOT NULL, row_no integer NOT NULL, doc_id text NOT NULL, chunk_id text NOT NULL,
+    cells jsonb NOT NULL, PRIMARY KEY (table_id, row_no));
+CREATE INDEX IF NOT EXISTS data_rows_doc ON {data_rows} (doc_id);
+"""
 _MANIFEST_TABLE = "CREATE TABLE IF NOT EXISTS {manifest} (id integer PRIMARY KEY CHECK (id = 1), body jsonb NOT NULL);"
 # libpq keywords that go into a user mapping rather than the foreign server's options
 _USER_KEYS = {"user", "password", "sslpassword"}
@@ -826,7 +904,8 @@ class PgWriter:
             raise StoreError(f"writing to PostgreSQL at {self.location.display} failed: {_message(exc)}") from None
 
     def _tables(self, **extra: Any) -> dict[str, Any]:
-        names = ("documents", "chunks", "sentences", "manifest", "words", "chunk_words", "word_postings")
+        names: tuple[str, ...] = ("documents", "chunks", "sentences", "manifest", "words", "chunk_words")
+        names += ("word_postings", "data_tables", "data_rows")
         return {name: self._ident(name) for name in names} | extra
 
     def _existing_manifest(self) -> Manifest | None:
@@ -925,6 +1004,7 @@ class PgWriter:
                 self.conn.execute(sql.SQL(_NODE_TABLES).format(**fmt))
                 self.conn.execute(sql.SQL(_WORD_TABLES).format(**fmt))
             self.conn.execute(sql.SQL(_MANIFEST_TABLE).format(**fmt))
+            self.conn.execute(sql.SQL(_DATA_TABLES).format(**fmt))
         elif self.manifest is not None and self.manifest.format_version < METADATA_SINCE:
             if self.shards:
                 raise ConfigError(
@@ -934,6 +1014,11 @@ class PgWriter:
             self.conn.execute(sql.SQL(_MIGRATE_TO_4).format(**self._tables()))
         self._distributed = bool(shards or self.shards)
         self._fresh = create
+        # an index written before a-rag kept tables gets them for the documents written from now on; its manifest
+        # says it has them only once every document was written with them (--rebuild)
+        self._data_tables = create or bool(self.manifest and self.manifest.extra.get("data_tables"))
+        if not create:
+            self.conn.execute(sql.SQL(_DATA_TABLES).format(**self._tables()))
         # the word index is part of every new one-node index; one written before it goes on without
         self._words = (create and not self._distributed) or bool(
             self.manifest and self.manifest.extra.get("word_index")
@@ -1069,7 +1154,7 @@ class PgWriter:
 
         if not doc_ids:
             return
-        for table in ("sentences", "chunks", "documents"):
+        for table in ("sentences", "chunks", "documents", "data_rows", "data_tables"):
             self.conn.execute(sql.SQL("DELETE FROM {} WHERE doc_id = ANY(%s)").format(self._ident(table)), [doc_ids])
         with_postings = [d for d in doc_ids if d in self._postings_written] if self._fresh else doc_ids
         if self._words and with_postings:
@@ -1171,6 +1256,44 @@ class PgWriter:
                             i += 1
             if self._words:
                 self._write_words(cur, documents)
+            self._write_data_tables(cur, documents)
+
+    def _write_data_tables(self, cur: psycopg.Cursor[Any], documents: list[tuple[int, PendingDocument]]) -> None:
+        """The tables found in the documents' chunks: their catalog rows, and their rows' typed values."""
+        from psycopg import sql
+        from psycopg.types.json import Jsonb
+
+        catalog: list[tuple[Any, ...]] = []
+        row_values: list[tuple[Any, ...]] = []
+        for seq, doc in documents:
+            for table in tables_in(doc.record.doc_id, [(c.chunk_id, c.text) for c in doc.chunks]):
+                info = table.info
+                columns = [[c.name, c.kind] for c in info.columns]
+                catalog.append(
+                    (info.table_id, info.doc_id, seq, info.number, info.caption, Jsonb(columns), info.n_rows,
+                     Jsonb(info.chunk_ids))
+                )  # fmt: skip
+                for position, (row, chunk_id) in enumerate(zip(table.rows, table.row_chunks, strict=True)):
+                    cells: dict[str, Any] = {}
+                    for i, (value, column) in enumerate(zip(row, info.columns, strict=True)):
+                        cells[f"c{i}"] = value
+                        if column.kind == "text":
+                            cells[f"l{i}"] = lowered(value)
+                    row_values.append((info.table_id, position, info.doc_id, chunk_id, Jsonb(cells)))
+        if catalog:
+            cur.executemany(
+                sql.SQL(
+                    "INSERT INTO {} (table_id, doc_id, doc_seq, number, caption, columns, n_rows, chunk_ids) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                ).format(self._ident("data_tables")),
+                catalog,
+            )
+        if row_values:
+            copy_rows = sql.SQL("COPY {} (table_id, row_no, doc_id, chunk_id, cells) FROM STDIN (FORMAT BINARY)")
+            with cur.copy(copy_rows.format(self._ident("data_rows"))) as copy:
+                copy.set_types(["text", "int4", "text", "text", "jsonb"])
+                for values in row_values:
+                    copy.write_row(values)
 
     def _write_words(self, cur: psycopg.Cursor[Any], documents: list[tuple[int, PendingDocument]]) -> None:
         """The documents' postings, and the words new to the vocabulary (arag/store/words.py)."""
@@ -1244,6 +1367,8 @@ class PgWriter:
             manifest.extra["word_index"] = True
         if self._packed:
             manifest.extra["word_postings"] = True
+        if self._data_tables:
+            manifest.extra["data_tables"] = True
         self.conn.execute(
             sql.SQL(
                 "INSERT INTO {} (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body"
