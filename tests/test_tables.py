@@ -100,6 +100,25 @@ def test_a_reports_heading_rows_become_part_of_its_column_names() -> None:
     assert [c.name for c in people.info.columns] == ["Name", "Age"] and len(people.rows) == 2
 
 
+def test_a_markdown_files_long_table_is_kept_whole_as_data_and_code_is_not_a_table(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    rows = "\n".join(f"| item {i} | {i} | a longer description of item {i}, to take some tokens |" for i in range(300))
+    code = "```\n| not | a table |\n|---|---|\n| x | y |\n```\n"
+    (folder / "stock.md").write_text(
+        f"# Stock\n\nIntro.\n\n| Item | Count | Note |\n|---|---|---|\n{rows}\n\nAfter.\n\n{code}"
+    )
+    build_index([folder], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    (table,) = index.tables() or []
+    assert table.n_rows == 300 and len(table.chunk_ids) > 3  # split between rows over several chunks, one table
+    _, _, answer = index.query_table("stock.md#t1", aggregates=["sum(Count)"], filters=["Note contains item 29"])
+    assert answer.rows == [[29.0 + sum(range(290, 300))]]
+    # each chunk of it holds whole rows: a row is one sentence, searched with its header where the header is
+    assert all(r.text.strip().endswith("|") for r in index.store.iter_chunks() if "item 150" in r.text)
+    assert not tables_in("d", [("d#0", "| a | b |\n|---|---|\n\ntext\n")])  # a header without rows: no table
+
+
 def test_columns_without_a_name_or_with_the_same_name_get_one() -> None:
     (table,) = tables_in("d", [("d#0", "| | 2019 | 2019 |\n|---|---|---|\n| Revenue | 5 | 6 |\n")])
     assert [c.name for c in table.info.columns] == ["column 1", "2019", "2019 (2)"]
@@ -209,7 +228,7 @@ _CELLS = st.one_of(
 
 @st.composite
 def generated_tables(draw: st.DrawFn) -> DataTable:
-    n_rows = draw(st.integers(0, 25))
+    n_rows = draw(st.integers(1, 25))  # a header without rows is no table (tested apart)
     rows = []
     for _ in range(n_rows):
         text = draw(st.sampled_from(["Ab", "ab", "b", "é", "Ω", "", "x y"]))

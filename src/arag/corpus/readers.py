@@ -21,6 +21,7 @@ from arag.corpus.markup import html_to_text, read_text
 from arag.corpus.ocr import IMAGE_SUFFIXES, read_image
 from arag.corpus.office import OFFICE_SUFFIXES
 from arag.corpus.pdf import read_pdf
+from arag.corpus.tables import markdown_table_spans
 from arag.errors import IngestError
 from arag.text import storable
 
@@ -265,8 +266,9 @@ def read_source(path: Path, doc_prefix: str | None = None) -> list[Document]:
     front, text, offset = _front_matter(raw) if suffix in MARKDOWN_SUFFIXES else ({}, raw, 0)
     title = str(front.get("title") or path.stem)
     headings = markdown_headings(text) if suffix in MARKDOWN_SUFFIXES else []
+    blocks = markdown_table_spans(text) if suffix in MARKDOWN_SUFFIXES else []
     metadata = {**front, **about, "title": title}
-    structure = Structure(headings=headings, offset=offset)
+    structure = Structure(headings=headings, offset=offset, blocks=blocks)
     return [Document(doc_id, _non_empty(text, path), source, title=title, metadata=metadata, structure=structure)]
 
 

@@ -129,3 +129,32 @@ def row_as_fields(text: str, start: int, end: int) -> str | None:
         if not line.startswith("|"):
             return None
     return None
+
+
+def markdown_table_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of the Markdown tables written in a text (a header line, a separator line, the rows under them),
+    outside fenced code: the chunker keeps each in one chunk when it fits, a row a sentence."""
+    spans: list[tuple[int, int]] = []
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    fenced, i = False, 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif (
+            not fenced
+            and stripped.startswith("|")
+            and i + 1 < len(lines)
+            and SEPARATOR_LINE.match(lines[i + 1].strip())
+        ):
+            end = i + 2
+            while end < len(lines) and lines[end].strip().startswith("|"):
+                end += 1
+            spans.append((starts[i], starts[end]))
+            i = end
+            continue
+        i += 1
+    return spans

@@ -181,25 +181,44 @@ def column_names(header: Sequence[str]) -> list[str]:
 def tables_in(doc_id: str, chunks: Sequence[tuple[str, str]]) -> list[DataTable]:
     """The tables in one document's chunks ``(chunk_id, text)``, in order: every Markdown table (a header line, a
     separator line, rows); a part whose caption says it continues ("(continued, rows a–b)", "(page 2, continued)")
-    joins the table before it when their headers are the same. The caption is the line right above the header, when
-    it is not part of a table."""
+    joins the table before it when their headers are the same; a chunk that begins with rows and no header goes on
+    with a table that ran to the end of the chunk before (a table longer than a chunk, split between rows). The
+    caption is the line right above the header, when it is not part of a table."""
     found: list[tuple[str, list[str], list[tuple[list[str], str]], list[str]]] = []  # caption, header, rows, chunks
+    open_table = False  # the last table ran to the end of the chunk before: a chunk may go on with its rows
+
+    def rows_from(lines: list[str], i: int, width: int, chunk_id: str) -> tuple[list[tuple[list[str], str]], int]:
+        rows = []
+        while i < len(lines) and lines[i].strip().startswith("|") and not SEPARATOR_LINE.match(lines[i].strip()):
+            rows.append(((markdown_cells(lines[i]) + [""] * width)[:width], chunk_id))
+            i += 1
+        return rows, i
+
     for chunk_id, text in chunks:
         lines = text.split("\n")
         i = 0
+        # a table longer than a chunk, split between rows (a Markdown file's own): its rows go on here, headerless
+        first = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
+        is_header = first + 1 < len(lines) and SEPARATOR_LINE.match(lines[first + 1].strip())
+        if open_table and first < len(lines) and lines[first].strip().startswith("|") and not is_header:
+            rows, i = rows_from(lines, first, len(found[-1][1]), chunk_id)
+            found[-1][2].extend(rows)
+            found[-1][3].append(chunk_id)
+            open_table = not any(line.strip() for line in lines[i:])
+        else:
+            open_table = False
+        fenced = False
         while i + 1 < len(lines):
             line = lines[i].strip()
-            if not (line.startswith("|") and SEPARATOR_LINE.match(lines[i + 1].strip())):
+            if line.startswith(("```", "~~~")):
+                fenced = not fenced
+            if fenced or not (line.startswith("|") and SEPARATOR_LINE.match(lines[i + 1].strip())):
                 i += 1
                 continue
             header = markdown_cells(line)[:MAX_COLUMNS]
             caption = lines[i - 1].strip() if i > 0 and not lines[i - 1].strip().startswith("|") else ""
-            rows: list[tuple[list[str], str]] = []
-            i += 2
-            while i < len(lines) and lines[i].strip().startswith("|") and not SEPARATOR_LINE.match(lines[i].strip()):
-                cells = markdown_cells(lines[i])
-                rows.append(((cells + [""] * len(header))[: len(header)], chunk_id))
-                i += 1
+            rows, i = rows_from(lines, i + 2, len(header), chunk_id)
+            open_table = not any(line.strip() for line in lines[i:])
             continued = _CONTINUED.search(caption)
             if continued and found and found[-1][1] == header:
                 found[-1][2].extend(rows)
@@ -207,6 +226,7 @@ def tables_in(doc_id: str, chunks: Sequence[tuple[str, str]]) -> list[DataTable]
                     found[-1][3].append(chunk_id)
                 continue
             found.append((caption, header, rows, [chunk_id]))
+    found = [table for table in found if table[2]]  # a header without rows holds no data
     tables = []
     for number, (caption, text_header, text_rows, chunk_ids) in enumerate(found, start=1):
         header, rows = _header_rows_folded(text_header, text_rows)
