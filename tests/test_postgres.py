@@ -1012,3 +1012,30 @@ def test_a_sync_replaces_a_table_in_postgres_as_in_the_embedded_store(nodes: lis
     finally:
         for index in opened:
             index.close()
+
+
+@settings(max_examples=30 * FUZZ_SCALE, deadline=None)
+@given(
+    pattern=st.sampled_from(["[0-9]{3,}", "(the|of) [A-Z]\\w+", "e.{2}e", "^\\w+", "x*", "born", "(a|e)+n", "\\.\\s"]),
+    top_k=st.integers(1, 20),
+    where=st.sampled_from(["", "path~a", "type=md"]),
+)
+def test_grep_gives_the_same_counts_and_hits_on_every_store(
+    indexes: dict[str, Index], pattern: str, top_k: int, where: str
+) -> None:
+    from arag.filters import parse_filter
+    from arag.tools.toolkit import TOOL_NAMES
+
+    results = {name: index.grep(pattern, top_k, parse_filter(where)) for name, index in indexes.items()}
+    expected = results["embedded"]
+    assert expected.complete
+    for result in results.values():
+        assert (result.matches, result.chunks, result.scanned) == (expected.matches, expected.chunks, expected.scanned)
+        assert [(h.chunk_id, h.score, h.snippets) for h in result.hits] == [
+            (h.chunk_id, h.score, h.snippets) for h in expected.hits
+        ]
+    observations = {
+        name: Toolkit(index, enabled=TOOL_NAMES).call("grep", {"pattern": pattern, "top_k": top_k}).observation
+        for name, index in indexes.items()
+    }
+    assert len(set(observations.values())) == 1

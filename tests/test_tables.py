@@ -610,6 +610,6 @@ def test_the_tables_profile_offers_the_table_tools_unless_tools_are_named(office
     def offered(**settings: Any) -> list[str]:
         return Agent(office_index, model, AgentSettings(**settings))._toolkit().enabled
 
-    assert offered(profile="tables") == list(TOOL_NAMES)
+    assert offered(profile="tables") == [*PAPER_TOOLS, "table_list", "table_query"]
     assert offered(profile="tables", tools=["semantic_search", "table_list"]) == ["semantic_search", "table_list"]
     assert offered() == offered(profile="compact") == list(PAPER_TOOLS)

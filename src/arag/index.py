@@ -32,6 +32,46 @@ from arag.store.tabular import TableAnswer, TableInfo, TableQuery, find_table, p
 from arag.text import never_stored, storable
 
 SEMANTIC_SNIPPETS = 3
+GREP_TIME_LIMIT_S = 10.0
+MAX_PATTERN_CHARS = 500
+_GREP_MEMORY = 8 << 20  # bytes RE2 may use to compile a pattern: a bigger program is refused
+
+
+class GrepError(ARagError):
+    """A pattern that cannot be searched for (RE2 cannot compile it, or it is too long); the message says why."""
+
+
+@dataclass(slots=True)
+class GrepResult:
+    """A grep's exact counts — matches, chunks that hold one, chunks scanned (every one in scope when
+    ``complete``) — and its top hits (score: the chunk's match count)."""
+
+    matches: int
+    chunks: int
+    scanned: int
+    complete: bool
+    hits: list[SearchHit]
+
+
+def compile_grep_pattern(pattern: str, case_sensitive: bool = False) -> Any:
+    """The pattern compiled by RE2 (linear time in the text, whatever the pattern)."""
+    import re2
+
+    if not pattern:
+        raise GrepError("the pattern is empty")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise GrepError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+    if never_stored(pattern):
+        raise GrepError("the pattern holds characters no document holds (NUL, a lone surrogate)")
+    options = re2.Options()
+    options.case_sensitive = case_sensitive
+    options.max_mem = _GREP_MEMORY
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise GrepError(f"the pattern cannot be used: {detail} (RE2 syntax: no backreferences or lookaround)") from None
 
 
 @dataclass(slots=True)
@@ -327,6 +367,49 @@ class Index:
             low = sentence.lower()
             if any(k in low for k in lowered):
                 out.append(row_as_fields(record.text, start, end) or sentence.strip())
+        return out
+
+    # ------------------------------------------------------------------ grep
+    @_one_generation
+    def grep(
+        self, pattern: str, top_k: int = 5, where: Filter | None = None, case_sensitive: bool = False
+    ) -> GrepResult:
+        """A regular expression (RE2 syntax: linear time, no backreferences or lookaround) over every chunk's text,
+        counted exactly — matches as RE2 finds them left to right, non-overlapping, an empty one not counted (the
+        scan moves one character on after it): the chunks with the most matches first (then document order),
+        each with the sentences that hold a match; only chunks of the documents ``where`` lets through, when given.
+        Scans at most GREP_TIME_LIMIT_S seconds of text (``GrepResult.complete`` says whether it read everything);
+        :class:`GrepError` for a pattern RE2 cannot compile."""
+        compiled = compile_grep_pattern(pattern, case_sensitive)
+        scope = self.scope(where)
+        deadline = time.monotonic() + GREP_TIME_LIMIT_S
+        counts: list[tuple[int, int, ChunkRecord]] = []
+        matches = scanned = 0
+        complete = True
+        for record in self.store.iter_chunks():
+            if scope is not None and record.doc_id not in scope.doc_ids:
+                continue
+            if time.monotonic() > deadline:
+                complete = False
+                break
+            scanned += 1
+            found = sum(1 for m in compiled.finditer(record.text) if m.end() > m.start())
+            if found:
+                matches += found
+                counts.append((found, len(counts), record))
+        counts.sort(key=lambda item: (-item[0], item[1]))
+        hits = [
+            SearchHit(record.chunk_id, float(found), self._grep_snippets(record, compiled), record.row)
+            for found, _, record in counts[: max(0, top_k)]
+        ]
+        return GrepResult(matches, len(counts), scanned, complete, hits)
+
+    def _grep_snippets(self, record: ChunkRecord, compiled: Any) -> list[str]:
+        starts = [m.start() for m in compiled.finditer(record.text) if m.end() > m.start()]
+        out = []
+        for start, end in self._spans(record):
+            if any(start <= at < end for at in starts):
+                out.append(row_as_fields(record.text, start, end) or record.text[start:end].strip())
         return out
 
     # ------------------------------------------------------------------ semantic

@@ -19,7 +19,7 @@ from arag.citations import locate
 from arag.corpus.chunking import count_tokens
 from arag.filters import OPERATORS as FILTER_OPERATORS
 from arag.filters import Filter, FilterError, parse_filter
-from arag.index import Index, SearchHit
+from arag.index import GrepError, Index, SearchHit
 from arag.store.tabular import NOT_BUILT, TableQueryError, find_table, plan_query
 from arag.tools.arguments import (
     MAX_ARGUMENT_CHARS,
@@ -40,7 +40,7 @@ MAX_READ = 10
 MAX_TABLE_ROWS = 50
 PAPER_TOOLS = ("keyword_search", "semantic_search", "chunk_read")
 TABLE_TOOLS = ("table_list", "table_query")
-TOOL_NAMES = PAPER_TOOLS + TABLE_TOOLS
+TOOL_NAMES = (*PAPER_TOOLS, "grep", *TABLE_TOOLS)
 
 
 @dataclass
@@ -178,6 +178,21 @@ class Toolkit:
         """
         return self._track(self._chunk_read(chunk_ids, where)).text
 
+    def grep(self, pattern: str, top_k: int = 5, where: str = "") -> str:
+        """Regular-expression search over the full text of every chunk (case-insensitive, RE2 syntax).
+
+        Use it for what a keyword cannot say: a number or code of a given form, a word and its variants, a date.
+        Returns the exact number of matches and of chunks holding one, then the chunks with the most matches and
+        their sentences that hold one; call chunk_read for full text.
+
+        Args:
+            pattern: A regular expression, e.g. "ISO ?9001" or "(19|20)[0-9]{2}" (no backreferences or lookaround;
+                \\w \\d \\s are ASCII, \\pL is any letter).
+            top_k: Number of chunks to return (1-20).
+            where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
+        """
+        return self._track(self._grep(pattern, top_k, where)).text
+
     def table_list(self, query: str = "", top_k: int = 5, where: str = "") -> str:
         """List the tables in the documents (spreadsheets, CSV files, and tables in Word, PowerPoint, PDF and web
         pages), best matches for the query first.
@@ -226,6 +241,19 @@ class Toolkit:
         ).text
 
     # ------------------------------------------------------------------ what each tool shows
+    def _grep(self, pattern: str, top_k: int = 5, where: str = "") -> _Output:
+        top_k, notes = _clamp_top_k(top_k)
+        where_filter, scoped = self._filter(where)
+        try:
+            found = self.index.grep(pattern, top_k, where_filter)
+        except GrepError as exc:
+            raise ToolArgumentError(str(exc)) from None
+        counted = f"{found.matches} matches in {found.chunks} chunks"
+        if not found.complete:
+            counted += f", in the first {found.scanned} chunks searched within the time limit"
+        header = f"grep {json.dumps(pattern, ensure_ascii=False)} ({counted})"
+        return self._search_output(header, found.hits, scoped, notes)
+
     def _table_list(self, query: str = "", top_k: int = 5, where: str = "") -> _Output:
         top_k, notes = _clamp_top_k(top_k)
         where_filter, scoped = self._filter(where)
@@ -462,7 +490,11 @@ class Toolkit:
                 raise ToolArgumentError(f"unknown tool {name!r}; available tools: {available}")
             function = getattr(self, canonical)
             args = parse_arguments(arguments)
-            if self.view.search_hits and canonical in ("keyword_search", "semantic_search") and "top_k" not in args:
+            if (
+                self.view.search_hits
+                and canonical in ("keyword_search", "semantic_search", "grep")
+                and "top_k" not in args
+            ):
                 args["top_k"] = self.view.search_hits
             validated = validate_arguments(function, args)
             # an unused filter is left out of the record: a call without one reads as it always did

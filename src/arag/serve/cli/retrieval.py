@@ -1,5 +1,5 @@
-"""The retrieval tools run directly: ``arag search keyword|semantic``, ``arag read`` (the paper's), and
-``arag tables list|query`` (tables as data)."""
+"""The retrieval tools run directly: ``arag search keyword|semantic``, ``arag read`` (the paper's), ``arag search
+grep`` (regular expressions) and ``arag tables list|query`` (tables as data)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,27 @@ def search_semantic(
     idx = open_index(index_dir, probes=probes)
     scope_notes(idx, scope)
     print_hits(idx.semantic_search(query, top_k, exact=not approximate, where=scope), as_json)
+
+
+@search_app.command("grep")
+def search_grep(
+    pattern: Annotated[str, typer.Argument(help="A regular expression (RE2: no backreferences or lookaround).")],
+    index_dir: IndexOpt,
+    top_k: TopKOpt = 5,
+    case_sensitive: Annotated[bool, typer.Option("--case-sensitive", help="Tell upper from lower case.")] = False,
+    where: WhereOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Regular-expression search over every chunk's text, counted exactly (matches and chunks on stderr)."""
+    from arag.filters import parse_filter
+
+    scope = parse_filter(where)
+    idx = open_index(index_dir)
+    scope_notes(idx, scope)
+    found = idx.grep(pattern, top_k, scope, case_sensitive)
+    scanned = "" if found.complete else f" (the first {found.scanned} chunks, within the time limit)"
+    err.print(f"{found.matches} matches in {found.chunks} chunks{scanned}", highlight=False)
+    print_hits(found.hits, as_json)
 
 
 @app.command()
