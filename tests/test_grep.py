@@ -1,6 +1,7 @@
-"""grep: a regular expression over every chunk's text (RE2: linear time), counted exactly — checked against a brute
-force scan with Python's re on patterns both engines read alike; bounded on a catastrophic pattern; through the
-toolkit, the scripted server's native tool calls and the JSON-action grammar."""
+"""list_documents: the corpus level, checked against the store. grep: a regular expression over every chunk's
+text (RE2: linear time), counted exactly — checked against a brute-force scan with Python's re on patterns both
+engines read alike; bounded on a catastrophic pattern; through the toolkit, the scripted server's native tool calls
+and the JSON-action grammar."""
 
 from __future__ import annotations
 
@@ -147,3 +148,30 @@ def test_the_agent_greps_by_a_native_tool_call_and_the_json_grammar_offers_grep(
         "description": grep_variant["properties"]["arguments"]["properties"]["pattern"]["description"],
         "type": "string",
     }
+
+
+def test_list_documents_shows_each_document_in_order_with_its_size_and_first_sentence(hippo_index: Index) -> None:
+    documents = hippo_index.store.documents()
+    rows = hippo_index.store.doc_chunk_rows()
+    total, entries = hippo_index.list_documents(top_k=100)
+    assert total == len(documents) and [e.doc_id for e in entries] == [d.doc_id for d in documents]
+    for entry in entries:
+        begin, end = rows[entry.doc_id]
+        records = hippo_index.store.chunks(range(begin, end))
+        assert (entry.chunks, entry.tokens) == (end - begin, sum(r.n_tokens for r in records.values()))
+        assert entry.first_sentence == hippo_index.sentences(records[begin])[0].strip()
+    scope = parse_filter("title~Lothair")
+    scoped_total, scoped = hippo_index.list_documents(scope, 1)
+    assert scoped_total == sum(1 for d in documents if scope is not None and scope.matches(d.metadata)) >= 1
+    assert len(scoped) == 1 and "Lothair" in scoped[0].title
+    toolkit = Toolkit(hippo_index, enabled=TOOL_NAMES)
+    shown = toolkit.call("list_documents", {"top_k": 2}).observation.splitlines()
+    assert shown[0] == f"list_documents: {total} documents, the first 2 shown" and shown[1].startswith("[1] ")
+    assert not toolkit.call("list_documents", {"top_k": 0}).ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(where=st.text(max_size=30), top_k=st.integers(-5, 10**9))
+def test_any_list_documents_arguments_are_answered_or_refused(hippo_index: Index, where: str, top_k: int) -> None:
+    result = Toolkit(hippo_index, enabled=TOOL_NAMES).call("list_documents", {"where": where, "top_k": top_k})
+    assert result.observation.startswith(("Error: ", "list_documents: ", "(")), result.observation

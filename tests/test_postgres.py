@@ -1039,3 +1039,8 @@ def test_grep_gives_the_same_counts_and_hits_on_every_store(
         for name, index in indexes.items()
     }
     assert len(set(observations.values())) == 1
+    listed = {
+        name: Toolkit(index, enabled=TOOL_NAMES).call("list_documents", {"where": where, "top_k": top_k}).observation
+        for name, index in indexes.items()
+    }
+    assert len(set(listed.values())) == 1

@@ -53,6 +53,18 @@ class GrepResult:
     hits: list[SearchHit]
 
 
+@dataclass(slots=True)
+class DocumentEntry:
+    """A document as list_documents shows it: id, title, path, size in chunks and tokens, first sentence."""
+
+    doc_id: str
+    title: str
+    path: str
+    chunks: int
+    tokens: int
+    first_sentence: str
+
+
 def compile_grep_pattern(pattern: str, case_sensitive: bool = False) -> Any:
     """The pattern compiled by RE2 (linear time in the text, whatever the pattern)."""
     import re2
@@ -308,6 +320,35 @@ class Index:
         """Every document with its metadata (read once per generation)."""
         with self.snapshot():
             return self._generation().documents()[0]
+
+    @_one_generation
+    def list_documents(self, where: Filter | None = None, top_k: int = 20) -> tuple[int, list[DocumentEntry]]:
+        """How many documents ``where`` lets through, and the first ``top_k`` of them in document order, each with
+        its title, path, size (chunks, tokens) and first sentence."""
+        scope = self.scope(where)
+        documents = [d for d in self.documents() if scope is None or d.doc_id in scope.doc_ids]
+        rows = self.store.doc_chunk_rows()
+        entries = []
+        for document in documents[: max(0, top_k)]:
+            begin, end = rows.get(document.doc_id, (0, 0))
+            records = self.store.chunks(range(begin, end))
+            first = records.get(begin)
+            sentence = ""
+            if first is not None:
+                spans = self._spans(first)
+                sentence = first.text[spans[0][0] : spans[0][1]].strip() if spans else first.text.strip()
+            metadata = document.metadata or {}
+            entries.append(
+                DocumentEntry(
+                    document.doc_id,
+                    str(metadata.get("title") or document.title or title_of(document.doc_id)),
+                    str(metadata.get("path") or document.source),
+                    end - begin,
+                    sum(record.n_tokens for record in records.values()),
+                    sentence,
+                )
+            )
+        return len(documents), entries
 
     @_one_generation
     def metadata_fields(self) -> list[str]:

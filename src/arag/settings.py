@@ -14,7 +14,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from arag.errors import ConfigError
 
-ToolName = Literal["keyword_search", "semantic_search", "chunk_read", "grep", "table_list", "table_query"]
+ToolName = Literal[
+    "keyword_search", "semantic_search", "chunk_read", "list_documents", "grep", "table_list", "table_query"
+]
 # the agent's default: the paper's three (the table tools are offered by agent.tools or the method arag-tables)
 TOOL_NAMES: tuple[ToolName, ...] = ("keyword_search", "semantic_search", "chunk_read")
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"

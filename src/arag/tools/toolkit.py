@@ -32,15 +32,16 @@ from arag.tools.arguments import (
 )
 from arag.tools.tables import list_tables, rank_tables, show_answer
 from arag.tools.tracker import ContextTracker
-from arag.tools.view import ResultPresenter, ResultView
+from arag.tools.view import ResultPresenter, ResultView, shorten
 
 MAX_TOP_K = 20
 MAX_KEYWORDS = 10
 MAX_READ = 10
 MAX_TABLE_ROWS = 50
+MAX_DOCUMENTS_LISTED = 100
 PAPER_TOOLS = ("keyword_search", "semantic_search", "chunk_read")
 TABLE_TOOLS = ("table_list", "table_query")
-TOOL_NAMES = (*PAPER_TOOLS, "grep", *TABLE_TOOLS)
+TOOL_NAMES = (*PAPER_TOOLS, "list_documents", "grep", *TABLE_TOOLS)
 
 
 @dataclass
@@ -178,6 +179,17 @@ class Toolkit:
         """
         return self._track(self._chunk_read(chunk_ids, where)).text
 
+    def list_documents(self, where: str = "", top_k: int = 20) -> str:
+        """List the documents of the collection, in order: each with its title, path, size and first sentence.
+
+        Use it to see what the collection holds (or what a filter lets through) before searching it.
+
+        Args:
+            where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
+            top_k: Number of documents to list (1-100).
+        """
+        return self._track(self._list_documents(where, top_k)).text
+
     def grep(self, pattern: str, top_k: int = 5, where: str = "") -> str:
         """Regular-expression search over the full text of every chunk (case-insensitive, RE2 syntax).
 
@@ -241,6 +253,23 @@ class Toolkit:
         ).text
 
     # ------------------------------------------------------------------ what each tool shows
+    def _list_documents(self, where: str = "", top_k: int = 20) -> _Output:
+        if top_k < 1:
+            raise ToolArgumentError(f"top_k must be at least 1 (got {top_k})")
+        notes = ""
+        if top_k > MAX_DOCUMENTS_LISTED:
+            notes = f"(top_k {top_k} is above the maximum; clamped to {MAX_DOCUMENTS_LISTED})\n"
+            top_k = MAX_DOCUMENTS_LISTED
+        where_filter, scoped = self._filter(where)
+        total, entries = self.index.list_documents(where_filter, top_k)
+        more = f", the first {len(entries)} shown" if total > len(entries) else ""
+        lines = [f"{scoped}{notes}list_documents: {total} document{'' if total == 1 else 's'}{more}"]
+        for rank, entry in enumerate(entries, start=1):
+            lines.append(f"[{rank}] {entry.title} ({entry.path}; {entry.chunks} chunks, {entry.tokens} tokens)")
+            if entry.first_sentence:
+                lines.append(f"  {shorten(entry.first_sentence, self.view.snippet_chars)}")
+        return _Output("\n".join(lines))
+
     def _grep(self, pattern: str, top_k: int = 5, where: str = "") -> _Output:
         top_k, notes = _clamp_top_k(top_k)
         where_filter, scoped = self._filter(where)
