@@ -5,16 +5,19 @@ what the model reads); the query and its semantics are arag.store.tabular's."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from arag.citations import locate
 from arag.filters import Filter
 from arag.index import Index
 from arag.store.tabular import (
     MAX_RESULT_ROWS,
+    NOT_BUILT,
     TableAnswer,
     TableInfo,
     TableQuery,
+    TableQueryError,
     plan_query,
     show_value,
 )
@@ -75,6 +78,15 @@ def rank_tables(index: Index, tables: list[TableInfo], query: str, where: Filter
         scored.append((-score, position, table))
     scored.sort(key=lambda item: (item[0], item[1]))
     return [table for _, _, table in scored]
+
+
+def listed_tables(index: Index, query: str, where: Filter | None, top_k: int) -> list[dict[str, Any]]:
+    """The tables for ``query`` as data (each with its source label), for the CLI's and the HTTP API's listings;
+    :class:`TableQueryError` for an index built before tables were kept."""
+    found = index.tables(where)
+    if found is None:
+        raise TableQueryError(NOT_BUILT)
+    return [{**asdict(t), "source": source_label(index, t)} for t in rank_tables(index, found, query, where)[:top_k]]
 
 
 def source_label(index: Index, table: TableInfo) -> str:

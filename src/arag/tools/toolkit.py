@@ -20,7 +20,7 @@ from arag.corpus.chunking import count_tokens
 from arag.filters import OPERATORS as FILTER_OPERATORS
 from arag.filters import Filter, FilterError, parse_filter
 from arag.index import GrepError, Index, SearchHit
-from arag.store.tabular import NOT_BUILT, TableQueryError, find_table, plan_query
+from arag.store.tabular import NOT_BUILT, TableQueryError
 from arag.tools.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_QUERY_CHARS,
@@ -308,9 +308,8 @@ class Toolkit:
         if limit > MAX_TABLE_ROWS:
             notes, limit = f"(limit {limit} is above the maximum; clamped to {MAX_TABLE_ROWS})\n", MAX_TABLE_ROWS
         try:
-            table = find_table(self.index.tables(self.scope), self._resolve_table_id(table_id[:MAX_ARGUMENT_CHARS]))
-            query = plan_query(
-                table,
+            table, query, answer = self.index.query_table(
+                self._resolve_table_id(table_id[:MAX_ARGUMENT_CHARS]),
                 [c[:MAX_ARGUMENT_CHARS] for c in columns or []],
                 [f[:MAX_ARGUMENT_CHARS] for f in filters or []],
                 [g[:MAX_ARGUMENT_CHARS] for g in group_by or []],
@@ -318,8 +317,8 @@ class Toolkit:
                 order_by[:MAX_ARGUMENT_CHARS],
                 descending,
                 limit,
+                self.scope,
             )
-            answer = self.index.table_answer(table.table_id, query)
         except TableQueryError as exc:
             raise ToolArgumentError(str(exc)) from None
         shown = show_answer(self.index, table, query, answer, f"table_query {table.table_id}")

@@ -153,27 +153,21 @@ def tables_list(
 ) -> None:
     """The tables read from the documents (spreadsheets, CSV, and tables in Word, PowerPoint, PDF, web pages), each
     with its id, columns and their kinds, rows and where it is."""
-    from dataclasses import asdict
-
     from arag.filters import parse_filter
-    from arag.store.tabular import NOT_BUILT, TableQueryError
-    from arag.tools.tables import rank_tables, source_label
+    from arag.tools.tables import listed_tables
 
     scope = parse_filter(where)
     idx = open_index(index_dir)
     scope_notes(idx, scope)
-    found = idx.tables(scope)
-    if found is None:
-        raise TableQueryError(NOT_BUILT)
-    ranked = rank_tables(idx, found, query, scope)[:top_k]
+    ranked = listed_tables(idx, query, scope, top_k)
     if as_json:
-        print_json([{**asdict(table), "source": source_label(idx, table)} for table in ranked])
+        print_json(ranked)
         return
     for table in ranked:
-        caption = f" “{table.caption}”" if table.caption else ""
-        out.print(f"[bold]{escape(table.table_id)}[/bold]{escape(caption)} — {escape(source_label(idx, table))}, "
-                  f"{table.n_rows} rows", highlight=False)  # fmt: skip
-        columns = "; ".join(f"{c.name} ({c.kind})" for c in table.columns)
+        caption = f" “{table['caption']}”" if table["caption"] else ""
+        out.print(f"[bold]{escape(table['table_id'])}[/bold]{escape(caption)} — {escape(table['source'])}, "
+                  f"{table['n_rows']} rows", highlight=False)  # fmt: skip
+        columns = "; ".join(f"{c['name']} ({c['kind']})" for c in table["columns"])
         out.print(f"  {columns}", markup=False, highlight=False)
     if not ranked:
         err.print("no tables in these documents")

@@ -12,9 +12,8 @@ from fastapi import APIRouter, Query
 from arag.filters import MAX_FILTER_CHARS
 from arag.serve.http.bodies import TableQueryBody
 from arag.serve.http.served import ServedIndex, where
-from arag.store.tabular import NOT_BUILT, TableQueryError
 from arag.tools.arguments import MAX_QUERY_CHARS
-from arag.tools.tables import rank_tables, source_label
+from arag.tools.tables import listed_tables, source_label
 from arag.tools.toolkit import MAX_TOP_K
 
 
@@ -32,14 +31,7 @@ def router(served: ServedIndex) -> APIRouter:
         """The tables found in the documents (best for ``query`` first), each with its columns and where it is."""
         scope = where(where_text)
 
-        def listed() -> list[dict[str, Any]]:
-            found = index.tables(scope)
-            if found is None:
-                raise TableQueryError(NOT_BUILT)
-            ranked = rank_tables(index, found, query, scope)[:top_k]
-            return [{**asdict(table), "source": source_label(index, table)} for table in ranked]
-
-        return await served.bounded(listed)
+        return await served.bounded(listed_tables, index, query, scope, top_k)
 
     @router.post("/tables/query")
     async def table_query(body: TableQueryBody) -> dict[str, Any]:
