@@ -1049,3 +1049,30 @@ def test_grep_gives_the_same_counts_and_hits_on_every_store(
         for name, index in indexes.items()
     }
     assert len(set(listed.values())) == 1
+
+
+def test_outlines_sections_and_the_fused_search_are_identical_on_every_store(indexes: dict[str, Index]) -> None:
+    from arag.tools.toolkit import TOOL_NAMES
+
+    documents = [d.doc_id for d in indexes["embedded"].documents()]
+    assert any(
+        (outline := indexes["embedded"].outline(doc_id)) is not None and outline.kind == "headings"
+        for doc_id in documents
+    )  # the notes' headings
+    seen: dict[str, list[str]] = {}
+    for name, index in indexes.items():
+        toolkit = Toolkit(index, enabled=TOOL_NAMES)
+        shown = []
+        for doc_id in documents:
+            shown.append(toolkit.call("document_outline", {"doc_id": doc_id}).observation)
+            outline = index.outline(doc_id)
+            assert outline is not None
+            for section in outline.sections:
+                for part in (1, 2):
+                    shown.append(
+                        toolkit.call("section_read", {"section_id": section.section_id, "part": part}).observation
+                    )
+        for query in ("who was born in 1855", '"Lothair" daughter', "the river"):
+            shown.append(toolkit.call("search", {"query": query, "top_k": 7}).observation)
+        seen[name] = shown
+    assert seen["postgres"] == seen["embedded"] and seen["two nodes"] == seen["embedded"]

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from arag.corpus.chunking import count_tokens
+from arag.corpus.outline import Outline, SectionPart, outline_of, section_number, section_part
 from arag.corpus.tables import row_as_fields
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import ARagError, EmbedderError
@@ -29,11 +31,14 @@ from arag.settings import IndexSettings
 from arag.store import ChunkRecord, DocumentRecord, Scope, Store, open_store
 from arag.store.embedded import ivf
 from arag.store.tabular import TableAnswer, TableInfo, TableQuery, find_table, plan_query
-from arag.text import never_stored, storable
+from arag.text import STOPWORDS, never_stored, storable
 
 SEMANTIC_SNIPPETS = 3
 GREP_TIME_LIMIT_S = 10.0
 MAX_PATTERN_CHARS = 500
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack, Clarke and Büttcher 2009)
+FUSED_DEPTH = 20  # chunks each search ranks before the fusion
+SECTION_TOKENS = 1000  # a section is read in parts of at most this many tokens: the paper's chunk size
 _GREP_MEMORY = 8 << 20  # bytes RE2 may use to compile a pattern: a bigger program is refused
 
 
@@ -95,6 +100,19 @@ class SearchHit:
 
     def to_dict(self) -> dict[str, object]:
         return {"chunk_id": self.chunk_id, "score": self.score, "snippets": self.snippets}
+
+
+def query_keywords(query: str, limit: int = 10) -> list[str]:
+    """The keywords a fused search looks for in a query: its quoted phrases, then its other words of three or more
+    characters (or digits) that are not common words, at most ``limit``."""
+    quoted = [m.group(1) or m.group(2) for m in _QUOTED.finditer(query)]
+    rest = _QUOTED.sub(" ", query)
+    words = [w for w in _WORD.findall(rest) if w.isdigit() or (len(w) >= 3 and w.casefold() not in STOPWORDS)]
+    return normalize_keywords([*quoted, *words])[:limit]
+
+
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
+_WORD = re.compile(r"\w[\w'’.-]*\w|\w")
 
 
 def normalize_keywords(keywords: list[str]) -> list[str]:
@@ -484,6 +502,32 @@ class Index:
             hits.append(SearchHit(record.chunk_id, match.score, snippets, match.row))
         return hits
 
+    # ------------------------------------------------------------------ fused
+    @_one_generation
+    def fused_search(
+        self, query: str, top_k: int = 5, exact: bool = True, where: Filter | None = None
+    ) -> tuple[list[str], list[SearchHit]]:
+        """Keyword and semantic search fused by reciprocal rank (Cormack et al. 2009: Σ 1 / (60 + rank)): the
+        keywords are the query's quoted phrases and its other words but common ones (:func:`query_keywords`), each
+        search ranks FUSED_DEPTH chunks; ties keep the semantic order. A hit's snippets: its keyword sentences, then
+        its best sentences by meaning. Returns the keywords used and the hits (score: the fused score)."""
+        keywords = query_keywords(query)
+        depth = max(FUSED_DEPTH, top_k)
+        by_keyword = self.keyword_search(keywords, depth, where) if keywords else []
+        by_meaning = self.semantic_search(query, depth, exact, where)
+        fused: dict[str, float] = {}
+        snippets: dict[str, list[str]] = {}
+        rows: dict[str, int] = {}
+        for hits in (by_meaning, by_keyword):
+            for rank, hit in enumerate(hits, start=1):
+                fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+                rows[hit.chunk_id] = hit.row
+        for hit in [*by_keyword, *by_meaning]:
+            known = snippets.setdefault(hit.chunk_id, [])
+            known += [s for s in hit.snippets if s not in known]
+        order = sorted(fused, key=lambda chunk_id: -fused[chunk_id])  # stable: semantic rank first among ties
+        return keywords, [SearchHit(c, fused[c], snippets[c], rows[c]) for c in order[:top_k]]
+
     @_one_generation
     def sentences(self, record: ChunkRecord) -> list[str]:
         """A chunk's sentences, as indexed."""
@@ -552,6 +596,66 @@ class Index:
         table = find_table(self.tables(where), table_id)
         query = plan_query(table, columns, filters, group_by, aggregates, order_by, descending, limit)
         return table, query, self.store.table_answer(table.table_id, query)
+
+    # ------------------------------------------------------------------ documents' outlines
+    @_one_generation
+    def outline(self, doc_id: str) -> Outline | None:
+        """A document's outline (arag.corpus.outline: headings, or places, pages, paragraphs, chunks); None: no
+        such document."""
+        records = self._document_chunks(doc_id)
+        return None if records is None else outline_of(doc_id, records)
+
+    @_one_generation
+    def read_section(self, section_id: str, part: int = 1, max_tokens: int = SECTION_TOKENS) -> SectionPart | None:
+        """Part ``part`` of the text under one node of a document's outline (``"<doc_id>#s<n>"``), at most
+        ``max_tokens`` tokens a part; None: no such section."""
+        found = section_number(section_id)
+        records = self._document_chunks(found[0]) if found else None
+        if found is None or records is None:
+            return None
+        return section_part(
+            outline_of(found[0], records),
+            records,
+            found[1],
+            part,
+            max(16, max_tokens),
+            self._spans,
+            lambda text: count_tokens(text, self.manifest.chunker.get("encoding", "cl100k_base")),
+        )
+
+    @_one_generation
+    def find_document(self, reference: str) -> str | None:
+        """The document a reference names: its id, a chunk or section id of it, its path (or the end of it) or its
+        title, case aside; None when none or several do."""
+        reference = reference.strip()
+        documents = self.documents()
+        ids = {d.doc_id for d in documents}
+        if reference in ids:
+            return reference
+        owner = section_number(reference)
+        if owner and owner[0] in ids:
+            return owner[0]
+        rows = self.store.rows_for_ids([reference]) if reference and not never_stored(reference) else {}
+        if rows:
+            return self.store.chunks(rows.values())[rows[reference]].doc_id
+        wanted = reference.casefold().replace("\\", "/")
+        for matches in (
+            lambda d: d.doc_id.casefold() == wanted,
+            lambda d: str((d.metadata or {}).get("path") or d.source).casefold() == wanted,
+            lambda d: str((d.metadata or {}).get("title") or d.title or title_of(d.doc_id)).casefold() == wanted,
+            lambda d: str((d.metadata or {}).get("path") or d.doc_id).casefold().endswith("/" + wanted),
+        ):
+            found = [d.doc_id for d in documents if matches(d)]
+            if len(found) == 1:
+                return found[0]
+        return None
+
+    def _document_chunks(self, doc_id: str) -> list[ChunkRecord] | None:
+        begin, end = self.store.doc_chunk_rows().get(doc_id, (0, 0))
+        if end <= begin:
+            return None
+        records = self.store.chunks(range(begin, end))
+        return [records[row] for row in sorted(records)]
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document's record (with its metadata)."""

@@ -15,7 +15,16 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from arag.errors import ConfigError
 
 ToolName = Literal[
-    "keyword_search", "semantic_search", "chunk_read", "list_documents", "grep", "table_list", "table_query"
+    "keyword_search",
+    "semantic_search",
+    "chunk_read",
+    "search",
+    "list_documents",
+    "document_outline",
+    "section_read",
+    "grep",
+    "table_list",
+    "table_query",
 ]
 # the agent's default: the paper's three (the table tools are offered by agent.tools or the method arag-tables)
 TOOL_NAMES: tuple[ToolName, ...] = ("keyword_search", "semantic_search", "chunk_read")

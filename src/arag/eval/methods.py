@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from arag.agent import Agent
 from arag.corpus.chunking import count_tokens
@@ -26,6 +26,8 @@ METHODS: dict[str, list[ToolName] | None] = {
     "arag-naive": ["semantic_search"],
     "arag-full": ALL_TOOLS,
     "arag-tables": [*ALL_TOOLS, "table_list", "table_query"],
+    "arag-documents": [*ALL_TOOLS, "list_documents", "document_outline", "section_read", "grep"],
+    "arag-extended": list(get_args(ToolName)),  # every tool
     "arag-no-keyword": ["semantic_search", "chunk_read"],
     "arag-no-semantic": ["keyword_search", "chunk_read"],
     "arag-no-read": ["keyword_search", "semantic_search"],

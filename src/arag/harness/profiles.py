@@ -21,7 +21,7 @@ from arag.harness.view import CompactView
 from arag.settings import AgentSettings, ToolName, ViewSettings
 from arag.tools.view import ResultView
 
-PROFILES = ("paper", "compact", "tables")
+PROFILES = ("paper", "compact", "tables", "extended")
 PAPER_PROMPT = "system.md"  # the paper's own system prompt (arag.agent)
 
 

@@ -17,9 +17,11 @@ from typing import Any
 
 from arag.citations import locate
 from arag.corpus.chunking import count_tokens
+from arag.corpus.outline import section_number
 from arag.filters import OPERATORS as FILTER_OPERATORS
 from arag.filters import Filter, FilterError, parse_filter
 from arag.index import GrepError, Index, SearchHit
+from arag.store.base import METADATA_SINCE
 from arag.store.tabular import NOT_BUILT, TableQueryError
 from arag.tools.arguments import (
     MAX_ARGUMENT_CHARS,
@@ -30,6 +32,7 @@ from arag.tools.arguments import (
     validate_arguments,
     validated_arguments_for_record,
 )
+from arag.tools.documents import continues, outline_text, part_header
 from arag.tools.tables import list_tables, rank_tables, show_answer
 from arag.tools.tracker import ContextTracker
 from arag.tools.view import ResultPresenter, ResultView, shorten
@@ -39,9 +42,11 @@ MAX_KEYWORDS = 10
 MAX_READ = 10
 MAX_TABLE_ROWS = 50
 MAX_DOCUMENTS_LISTED = 100
+MAX_OUTLINE_DEPTH = 6
 PAPER_TOOLS = ("keyword_search", "semantic_search", "chunk_read")
 TABLE_TOOLS = ("table_list", "table_query")
-TOOL_NAMES = (*PAPER_TOOLS, "list_documents", "grep", *TABLE_TOOLS)
+DOCUMENT_TOOLS = ("list_documents", "document_outline", "section_read", "grep")
+TOOL_NAMES = (*PAPER_TOOLS, "search", *DOCUMENT_TOOLS, *TABLE_TOOLS)
 
 
 @dataclass
@@ -179,6 +184,20 @@ class Toolkit:
         """
         return self._track(self._chunk_read(chunk_ids, where)).text
 
+    def search(self, query: str, top_k: int = 5, where: str = "") -> str:
+        """Search by exact words and by meaning at once: the two rankings are fused into one.
+
+        Use it when you are unsure whether keyword_search or semantic_search fits. The query's distinctive words
+        (and phrases in "double quotes") are matched exactly, the whole query by meaning. Returns chunk ids with
+        their matching sentences; call chunk_read for full text.
+
+        Args:
+            query: What you are looking for, e.g. 'director of "Fortunella" birthplace'.
+            top_k: Number of chunks to return (1-20).
+            where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
+        """
+        return self._track(self._search(query, top_k, where)).text
+
     def list_documents(self, where: str = "", top_k: int = 20) -> str:
         """List the documents of the collection, in order: each with its title, path, size and first sentence.
 
@@ -204,6 +223,33 @@ class Toolkit:
             where: Optional filter on the documents' metadata, e.g. "path=guides/*" or "year>=2020".
         """
         return self._track(self._grep(pattern, top_k, where)).text
+
+    def document_outline(self, doc_id: str, depth: int = 3) -> str:
+        """Show a document's outline: its headings as a tree (or its pages, slides, sheets or paragraphs), each
+        with a section id and its size in tokens.
+
+        Use it to see how a long document is organised; then call section_read with a section id to read the
+        text under that heading.
+
+        Args:
+            doc_id: A document's id, path or title (from list_documents or a search result; a chunk id such as
+                "guide.md#3" names its document).
+            depth: How many levels of headings to show (1-6).
+        """
+        return self._track(self._document_outline(doc_id, depth)).text
+
+    def section_read(self, section_id: str, part: int = 1) -> str:
+        """Read the text under one heading of a document's outline, its subsections included, in parts of at
+        most 1000 tokens.
+
+        Shows the chunk ids the text comes from (cite those) and where it continues: the next part of a long
+        section, or the next section.
+
+        Args:
+            section_id: A section id from document_outline, e.g. "guide.md#s3".
+            part: Which part of a long section to read (1 is the first).
+        """
+        return self._track(self._section_read(section_id, part)).text
 
     def table_list(self, query: str = "", top_k: int = 5, where: str = "") -> str:
         """List the tables in the documents (spreadsheets, CSV files, and tables in Word, PowerPoint, PDF and web
@@ -283,6 +329,57 @@ class Toolkit:
         header = f"grep {json.dumps(pattern, ensure_ascii=False)} ({counted})"
         return self._search_output(header, found.hits, scoped, notes)
 
+    def _document_outline(self, doc_id: str, depth: int = 3) -> _Output:
+        if not 1 <= depth <= MAX_OUTLINE_DEPTH:
+            raise ToolArgumentError(f"depth must be between 1 and {MAX_OUTLINE_DEPTH} (got {depth})")
+        found = self._document(doc_id)
+        outline = self.index.outline(found)
+        if outline is None:  # replaced since it was found: the next call sees the new one
+            raise ToolArgumentError(f"the document {found!r} changed while it was read; call document_outline again")
+        note = ""
+        if not outline.located and self.index.manifest.format_version < METADATA_SINCE:
+            note = "(this index was built before a-rag recorded headings and pages: re-index with --rebuild for them)"
+        return _Output(outline_text(outline, depth, self.names["section_read"], note))
+
+    def _section_read(self, section_id: str, part: int = 1) -> _Output:
+        if part < 1:
+            raise ToolArgumentError(f"part must be at least 1 (got {part})")
+        wanted = section_id.strip().strip("[]").strip()[:MAX_ARGUMENT_CHARS]
+        section = section_number(wanted)
+        if section is None:
+            raise ToolArgumentError(
+                f'{wanted!r} is not a section id; section ids look like "guide.md#s3": call document_outline first'
+            )
+        self._document(section[0])  # in scope, or an error that says so
+        shown = self.index.read_section(wanted, part)
+        if shown is None:
+            raise ToolArgumentError(f"no section {wanted!r}; call document_outline for the document's section ids")
+        if part > shown.parts:
+            many = f"{shown.parts} parts" if shown.parts > 1 else "one part"
+            raise ToolArgumentError(f"the section {shown.section.section_id} has {many}; part {part} does not exist")
+        key = f"{shown.section.section_id}/{shown.part}"
+        header = part_header(shown)
+        ahead = continues(shown, self.names["section_read"])
+        if key in self.tracker.sections_read or set(shown.chunk_ids) <= self.tracker.read_ids:
+            chunks = ", ".join(shown.chunk_ids)
+            return _Output(f"{header}: already read earlier in this session (chunks {chunks}); not repeated {ahead}")
+        self.tracker.sections_read.add(key)
+        text = f"{header}\n{shown.text}\n{ahead}"
+        return _Output(text, list(shown.chunk_ids), list(shown.whole))
+
+    def _document(self, reference: str) -> str:
+        """The id of the document ``reference`` names, within the session's scope."""
+        reference = reference.strip().strip("[]").strip()[:MAX_ARGUMENT_CHARS]
+        if not reference:
+            raise ToolArgumentError('doc_id is empty; pass a document id from list_documents, e.g. "guide.md"')
+        found = self.index.find_document(reference)
+        if found is None:
+            raise ToolArgumentError(f"no document {reference!r}; call list_documents for the documents' ids")
+        allowed = self.index.scope(self.scope)
+        if allowed is not None and found not in allowed.doc_ids:
+            raise ToolArgumentError(f"the document {found!r} is outside the filter ({self.scope}); not read")
+        return found
+
     def _table_list(self, query: str = "", top_k: int = 5, where: str = "") -> _Output:
         top_k, notes = _clamp_top_k(top_k)
         where_filter, scoped = self._filter(where)
@@ -341,6 +438,17 @@ class Toolkit:
         hits = self.index.semantic_search(query, top_k, exact=self.exact, where=where_filter)
         header = f"semantic_search {json.dumps(query, ensure_ascii=False)}"
         return self._search_output(header, hits, scoped, notes)
+
+    def _search(self, query: str, top_k: int = 5, where: str = "") -> _Output:
+        query = query[:MAX_QUERY_CHARS].strip()
+        if not query:
+            raise ToolArgumentError("query is empty; describe what you are looking for")
+        top_k, notes = _clamp_top_k(top_k)
+        where_filter, scoped = self._filter(where)
+        keywords, hits = self.index.fused_search(query, top_k, exact=self.exact, where=where_filter)
+        exact = f"; exact words {json.dumps(keywords, ensure_ascii=False)}" if keywords else "; no exact words"
+        header = f"search {json.dumps(query, ensure_ascii=False)} (by meaning{exact})"
+        return self._search_output(header, hits, scoped, notes, keywords)
 
     def _search_output(
         self, header: str, hits: list[SearchHit], scoped: str, notes: str, keywords: Sequence[str] = ()
@@ -520,7 +628,7 @@ class Toolkit:
             args = parse_arguments(arguments)
             if (
                 self.view.search_hits
-                and canonical in ("keyword_search", "semantic_search", "grep")
+                and canonical in ("keyword_search", "semantic_search", "search", "grep")
                 and "top_k" not in args
             ):
                 args["top_k"] = self.view.search_hits

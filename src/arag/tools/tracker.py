@@ -12,6 +12,7 @@ class ContextTracker:
 
     read_ids: set[str] = field(default_factory=set)
     seen_ids: set[str] = field(default_factory=set)  # every chunk id shown to the model, incl. in search results
+    sections_read: set[str] = field(default_factory=set)  # "<section id>/<part>" of every section part shown
     retrieved_tokens: int = 0
     calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -10,7 +10,7 @@ from arag.errors import ARagError
 
 # isort: off
 # each registers its commands, in the order --help lists them: an index, its tools, the agent, serving, evaluation
-from arag.serve.cli import corpus, retrieval, agent, server, evaluation  # noqa: F401
+from arag.serve.cli import corpus, retrieval, documents, agent, server, evaluation  # noqa: F401
 
 # isort: on
 from arag.serve.cli.common import app, err, say

@@ -29,6 +29,10 @@ tables_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None, help="The tables found in the documents, as data: list, query."
 )
 app.add_typer(tables_app, name="tables")
+documents_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="The documents: list them, show an outline, read a section."
+)
+app.add_typer(documents_app, name="documents")
 db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="A local PostgreSQL + pgvector server.")
 app.add_typer(db_app, name="db")
 eval_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Reproduce the paper's experiments.")
@@ -148,6 +152,16 @@ def open_index(index: str, threads: int | None = None, probes: int | None = None
     settings = settings_with(None).index
     overrides = {"threads": threads, "ann_probes": probes}
     return Index.open_with(index, settings.model_copy(update={k: v for k, v in overrides.items() if v}))
+
+
+def open_scoped(index: str, where: str | None, probes: int | None = None) -> tuple[Any, Any]:
+    """The index and the parsed ``--where`` filter, with what the filter cannot match said on stderr."""
+    from arag.filters import parse_filter
+
+    scope = parse_filter(where)
+    idx = open_index(index, probes=probes)
+    scope_notes(idx, scope)
+    return idx, scope
 
 
 def scope_notes(idx: Any, where: Any) -> None:

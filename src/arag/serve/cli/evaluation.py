@@ -130,7 +130,8 @@ JudgeOpt = Annotated[bool, typer.Option("--judge", help="Also compute LLM-Acc (A
 MethodOpt = Annotated[
     str,
     typer.Option(
-        help="direct, naive-rag, arag-naive, arag-full, arag-tables (with the table tools), arag-no-keyword, "
+        help="direct, naive-rag, arag-naive, arag-full, arag-tables (with the table tools), arag-documents (with "
+        "list_documents, document_outline, section_read and grep), arag-extended (every tool), arag-no-keyword, "
         "arag-no-semantic, arag-no-read."
     ),
 ]

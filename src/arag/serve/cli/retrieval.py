@@ -16,11 +16,10 @@ from arag.serve.cli.common import (
     app,
     err,
     nonempty,
-    open_index,
+    open_scoped,
     out,
     print_hits,
     print_json,
-    scope_notes,
     search_app,
     tables_app,
 )
@@ -36,12 +35,8 @@ def search_keyword(
     as_json: JsonOpt = False,
 ) -> None:
     """Keyword search: score = Σ count(k) · len(k)."""
-    from arag.filters import parse_filter
-
     keywords = nonempty(keywords, "keyword list")
-    scope = parse_filter(where)
-    idx = open_index(index_dir)
-    scope_notes(idx, scope)
+    idx, scope = open_scoped(index_dir, where)
     print_hits(idx.keyword_search(keywords, top_k, scope), as_json)
 
 
@@ -61,12 +56,8 @@ def search_semantic(
     as_json: JsonOpt = False,
 ) -> None:
     """Semantic search: chunk score = its best sentence's cosine."""
-    from arag.filters import parse_filter
-
     query = nonempty([query], "query")[0]
-    scope = parse_filter(where)
-    idx = open_index(index_dir, probes=probes)
-    scope_notes(idx, scope)
+    idx, scope = open_scoped(index_dir, where, probes)
     print_hits(idx.semantic_search(query, top_k, exact=not approximate, where=scope), as_json)
 
 
@@ -80,11 +71,7 @@ def search_grep(
     as_json: JsonOpt = False,
 ) -> None:
     """Regular-expression search over every chunk's text, counted exactly (matches and chunks on stderr)."""
-    from arag.filters import parse_filter
-
-    scope = parse_filter(where)
-    idx = open_index(index_dir)
-    scope_notes(idx, scope)
+    idx, scope = open_scoped(index_dir, where)
     found = idx.grep(pattern, top_k, scope, case_sensitive)
     scanned = "" if found.complete else f" (the first {found.scanned} chunks, within the time limit)"
     err.print(f"{found.matches} matches in {found.chunks} chunks{scanned}", highlight=False)
@@ -106,11 +93,8 @@ def read(
 ) -> None:
     """Print chunks by id, with their neighbours' ids and where they come from (file, page, heading path)."""
     from arag.citations import locate
-    from arag.filters import parse_filter
 
-    scope = parse_filter(where)
-    idx = open_index(index_dir)
-    scope_notes(idx, scope)
+    idx, scope = open_scoped(index_dir, where)
     found, missing = idx.read(nonempty(chunk_ids, "chunk id list"), scope)
     sources = [locate(idx, r, claim) for r in found]
     if as_json:
@@ -153,12 +137,9 @@ def tables_list(
 ) -> None:
     """The tables read from the documents (spreadsheets, CSV, and tables in Word, PowerPoint, PDF, web pages), each
     with its id, columns and their kinds, rows and where it is."""
-    from arag.filters import parse_filter
     from arag.tools.tables import listed_tables
 
-    scope = parse_filter(where)
-    idx = open_index(index_dir)
-    scope_notes(idx, scope)
+    idx, scope = open_scoped(index_dir, where)
     ranked = listed_tables(idx, query, scope, top_k)
     if as_json:
         print_json(ranked)
@@ -198,12 +179,10 @@ def tables_query(
     """Query one table read-only: columns, filters, groups, aggregates, an order (arag/store/tabular.py)."""
     from dataclasses import asdict
 
-    from arag.filters import parse_filter
     from arag.store.tabular import show_value
     from arag.tools.tables import source_label
 
-    scope = parse_filter(where)
-    idx = open_index(index_dir)
+    idx, scope = open_scoped(index_dir, where)
     table, _query, answer = idx.query_table(
         table_id, column or [], filter_ or [], group_by or [], aggregate or [], order_by, descending, limit, scope
     )

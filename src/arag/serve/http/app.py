@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 from arag.errors import ConfigError
 from arag.index import Index
 from arag.serve.access import ANONYMOUS, NAME, Access, AuditLog, Principal
-from arag.serve.http import conversations, embeddings, page, questions, retrieval, runs, tables
+from arag.serve.http import conversations, documents, embeddings, page, questions, retrieval, runs, tables
 from arag.serve.http.guard import Guard
 from arag.serve.http.served import Agents, ServedIndex
 from arag.settings import Settings
@@ -133,7 +133,7 @@ def _include_index(app: FastAPI, name: str, served: ServedIndex, default: bool) 
     from arag.serve.mcp import build_server, per_session_toolkits
 
     router = APIRouter()
-    for resource in (retrieval, tables, embeddings, questions, conversations):
+    for resource in (retrieval, documents, tables, embeddings, questions, conversations):
         router.include_router(resource.router(served))
     sessions = StreamableHTTPSessionManager(app=build_server(per_session_toolkits(served.index)), json_response=False)
 
