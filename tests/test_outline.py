@@ -8,6 +8,7 @@ likewise."""
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -34,9 +35,20 @@ _BODY = st.lists(_SENTENCE, min_size=0, max_size=4).map(" ".join)
 _HEADINGS = st.lists(st.tuples(st.integers(1, 4), _BODY), min_size=1, max_size=9)
 
 
-def _markdown(preamble: str, headings: list[tuple[int, str]]) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
-    """The Markdown text, and for each heading its path and the text under it as written (subsections included)."""
-    blocks = [preamble] if preamble else []
+def _document(
+    kind: str, preamble: str, headings: list[tuple[int, str]]
+) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+    """A Markdown or HTML text, and for each heading its path and the text under it as written (subsections
+    included; HTML's text without its tags)."""
+
+    def block(level: int, title: str, body: str) -> str:
+        if kind == "html":
+            return f"<h{level}>{title}</h{level}><p>{body}</p>"
+        return f"{'#' * level} {title}\n\n{body}"
+
+    def written(level: int, title: str, body: str) -> str:
+        return f"{title} {body}" if kind == "html" else block(level, title, body)
+
     titled = [(level, f"Part {i} {['one', 'two', 'three'][i % 3]}", body) for i, (level, body) in enumerate(headings)]
     expected, open_path = [], []
     for i, (level, title, _body) in enumerate(titled):
@@ -44,10 +56,11 @@ def _markdown(preamble: str, headings: list[tuple[int, str]]) -> tuple[str, list
             open_path.pop()
         open_path.append((level, title))
         end = next((j for j in range(i + 1, len(titled)) if titled[j][0] <= level), len(titled))
-        under = "\n\n".join(f"{'#' * lv} {t}\n\n{b}" for lv, t, b in titled[i:end])
-        expected.append((tuple(t for _lv, t in open_path), under))
-    blocks += [f"{'#' * level} {title}\n\n{body}" for level, title, body in titled]
-    return "\n\n".join(blocks) + "\n", expected
+        expected.append((tuple(t for _lv, t in open_path), " ".join(written(*item) for item in titled[i:end])))
+    if kind == "html":
+        lead = f"<p>{preamble}</p>" if preamble else ""
+        return f"<html><body>{lead}{''.join(block(*item) for item in titled)}</body></html>", expected
+    return "\n\n".join([preamble] * bool(preamble) + [block(*item) for item in titled]) + "\n", expected
 
 
 def _words(text: str) -> str:
@@ -64,19 +77,25 @@ def _whole_section(index: Index, section_id: str, max_tokens: int) -> tuple[str,
     return " ".join(_words(p.text) for p in parts if p), list(dict.fromkeys(chunk_ids)), [p.tokens for p in parts if p]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(preamble=_BODY, headings=_HEADINGS, chunk_tokens=st.integers(16, 60), max_tokens=st.integers(24, 80))
-def test_the_outline_of_generated_markdown_is_the_tree_written_and_each_section_reads_as_written(
-    preamble: str, headings: list[tuple[int, str]], chunk_tokens: int, max_tokens: int
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(["md", "html"]),
+    preamble=_BODY,
+    headings=_HEADINGS,
+    chunk_tokens=st.integers(16, 60),
+    max_tokens=st.integers(24, 80),
+)
+def test_the_outline_of_generated_markdown_and_html_is_the_tree_written_and_each_section_reads_as_written(
+    kind: str, preamble: str, headings: list[tuple[int, str]], chunk_tokens: int, max_tokens: int
 ) -> None:
-    text, expected = _markdown(preamble, headings)
+    text, expected = _document(kind, preamble, headings)
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "docs").mkdir()
-        (Path(folder) / "docs" / "guide.md").write_text(text, encoding="utf-8")
+        (Path(folder) / "docs" / f"guide.{kind}").write_text(text, encoding="utf-8")
         settings_ = fake_settings(chunker={"chunk_tokens": chunk_tokens})
         build_index([Path(folder) / "docs"], Path(folder) / "idx", settings_)
         index = Index.open_with(Path(folder) / "idx", settings_)
-        doc_id = index.find_document("guide.md")
+        doc_id = index.find_document(f"guide.{kind}")
         outline = index.outline(doc_id or "")
         assert outline is not None and outline.kind == "headings"
         sections = [s for s in outline.sections if s.number > 0]
@@ -92,6 +111,30 @@ def test_the_outline_of_generated_markdown_is_the_tree_written_and_each_section_
             assert shown == _words(under)
             assert chunk_ids == list(section.chunk_ids)
             assert all(t <= max_tokens for t in tokens)  # every sentence written is shorter than a part
+        index.close()
+
+
+@settings(max_examples=8, deadline=None)
+@given(pages=st.lists(st.lists(_SENTENCE, min_size=1, max_size=3).map(" ".join), min_size=2, max_size=5))
+def test_the_outline_of_a_generated_pdf_is_its_pages_each_read_as_written(pages: list[str]) -> None:
+    from fpdf import FPDF
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "docs").mkdir()
+        pdf = FPDF()
+        pdf.set_font("helvetica", size=12)
+        for text in pages:
+            pdf.add_page()
+            pdf.multi_cell(0, 10, text)
+        pdf.output(str(Path(folder) / "docs" / "report.pdf"))
+        settings_ = fake_settings(chunker={"chunk_tokens": 16})
+        build_index([Path(folder) / "docs"], Path(folder) / "idx", settings_)
+        index = Index.open_with(Path(folder) / "idx", settings_)
+        outline = index.outline(index.find_document("report.pdf") or "")
+        assert outline is not None and outline.kind == "pages"
+        assert [s.title for s in outline.sections] == [f"page {n}" for n in range(1, len(pages) + 1)]
+        for section, text in zip(outline.sections, pages, strict=True):
+            assert _whole_section(index, section.section_id, 1000)[0] == _words(text)
         index.close()
 
 
@@ -278,17 +321,26 @@ def test_the_agent_reads_by_outline_through_native_tool_calls_and_the_json_gramm
     assert named[("document_outline",)]["properties"]["arguments"]["required"] == ["doc_id"]
 
 
-def test_the_agent_reads_a_section_through_a_json_action(tmp_path: Path, server: ScriptedServer) -> None:
+def test_the_agent_calls_each_new_tool_through_json_actions(tmp_path: Path, server: ScriptedServer) -> None:
     index = _index(tmp_path, {"guide.md": GUIDE})
-    server.replies = [
-        completion('{"action": "section_read", "arguments": {"section_id": "docs/guide.md#s3"}}'),
-        completion('{"action": "final_answer", "answer": "Call arag ask [chunk docs/guide.md#0]."}'),
+    calls = [
+        ("grep", {"pattern": "arag (ask|serve)"}),
+        ("search", {"query": "how to use arag"}),
+        ("list_documents", {}),
+        ("document_outline", {"doc_id": "guide.md"}),
+        ("section_read", {"section_id": "docs/guide.md#s3"}),
     ]
+    server.replies = [completion(json.dumps({"action": name, "arguments": arguments})) for name, arguments in calls]
+    server.replies.append(completion('{"action": "final_answer", "answer": "Call arag ask [chunk docs/guide.md#0]."}'))
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="gpt-4o-mini", max_retries=0))
     agent = Agent(index, model, AgentSettings(profile="extended"), json_actions=True)
     result = agent.run("How do I use it?")
-    assert [s.tool for s in result.trajectory] == ["section_read"]
-    assert "Call arag ask." in result.trajectory[0].observation
+    assert [s.tool for s in result.trajectory] == [name for name, _ in calls]
+    observations = [s.observation for s in result.trajectory]
+    assert observations[0].startswith('grep "arag (ask|serve)" (1 matches in 1 chunks)')
+    assert observations[1].startswith('search "how to use arag" (by meaning; exact words ["use", "arag"])')
+    assert observations[2].startswith("list_documents: 1 document")
+    assert "docs/guide.md#s3 Usage" in observations[3] and "Call arag ask." in observations[4]
     assert result.answer.startswith("Call arag ask")
 
 

@@ -680,6 +680,10 @@ def test_an_index_of_the_previous_format_in_postgres_opens_and_gains_metadata_on
         assert index.without_metadata() == 1 and index.keyword_search(["Portland"], 1, parse_filter("type=md")) == []
         (record,), _ = index.read(["guide.md#0"])
         assert record.location is None
+        from arag.tools.toolkit import TOOL_NAMES
+
+        outline = Toolkit(index, enabled=TOOL_NAMES).call("document_outline", {"doc_id": "guide.md"}).observation
+        assert "re-index with --rebuild" in outline
     finally:
         index.close()
     shutil.copy(FIXTURES / "page.html", tmp_path / "page.html")

@@ -273,6 +273,12 @@ def test_an_index_of_the_previous_format_opens_and_its_documents_match_no_filter
     assert "indexed before a-rag recorded metadata" in result.observation and "--rebuild" in result.observation
     (record,), _ = index.read(["guide.md#0"])
     assert locate(index, record).label == "guide.md" and record.location is None  # the document, no page
+    from arag.tools.toolkit import TOOL_NAMES
+
+    outlined = Toolkit(index, enabled=TOOL_NAMES)  # no recorded headings: its chunks or paragraphs, and why
+    outline = outlined.call("document_outline", {"doc_id": "guide.md"}).observation
+    assert outline.startswith("document_outline guide.md: ") and "re-index with --rebuild" in outline
+    assert "Portland" in outlined.call("section_read", {"section_id": "guide.md#s1"}).observation
     # adding a document to it writes format 4; the old document keeps no metadata until it is re-indexed
     shutil.copy(FIXTURES / "page.html", tmp_path / "page.html")
     build_index([tmp_path / "page.html"], tmp_path / "idx", fake_settings())
