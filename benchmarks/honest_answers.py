@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,23 @@ def table(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], n
                 f"{cell(accuracy(list(second.values())))} | {100 * diff.value:+.1f} [{100 * diff.low:+.1f}, "
                 f"{100 * diff.high:+.1f}] |"
             )
+    lines.append("")
+    lines.append(f"answers that differ: {sum(before[k]['prediction'] != after[k]['prediction'] for k in shared)} of "
+                 f"{len(shared)}")  # fmt: skip
+    for label, side in (("before", before), ("after", after)):
+        lines.append(f"tool calls ({label}): {tool_calls(side, shared)}")
     return "\n".join(lines)
+
+
+def tool_calls(side: dict[str, dict[str, Any]], keys: list[str]) -> str:
+    """How often each tool was called over the questions, and in how many questions."""
+    calls: Counter[str] = Counter()
+    questions: Counter[str] = Counter()
+    for key in keys:
+        used = [str(step.get("tool")) for step in side[key].get("trajectory") or [] if step.get("tool")]
+        calls.update(used)
+        questions.update(set(used))
+    return ", ".join(f"{name} {calls[name]} (in {questions[name]})" for name in sorted(calls, key=lambda n: -calls[n]))
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ METHOD_LABELS = {
     "arag-tables": "A-RAG (Full) + table tools",
     "arag-documents": "A-RAG (Full) + document tools",
     "arag-extended": "A-RAG (Full) + every tool",
+    "arag-fused": "A-RAG (fused search + read)",
     "arag-no-keyword": "A-RAG w/o keyword_search",
     "arag-no-semantic": "A-RAG w/o semantic_search",
     "arag-no-read": "A-RAG w/o chunk_read",

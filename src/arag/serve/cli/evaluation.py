@@ -131,8 +131,8 @@ MethodOpt = Annotated[
     str,
     typer.Option(
         help="direct, naive-rag, arag-naive, arag-full, arag-tables (with the table tools), arag-documents (with "
-        "list_documents, document_outline, section_read and grep), arag-extended (every tool), arag-no-keyword, "
-        "arag-no-semantic, arag-no-read."
+        "list_documents, document_outline, section_read and grep), arag-extended (every tool), arag-fused (search "
+        "and chunk_read), arag-no-keyword, arag-no-semantic, arag-no-read."
     ),
 ]
 
