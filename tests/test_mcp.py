@@ -44,6 +44,12 @@ def test_mcp_round_trip(tmp_path: Path) -> None:
             assert "already read" in again.content[0].text  # one tracker per session
             bad = await client.call_tool("semantic_search", {"query": ""})
             assert bad.is_error and "query is empty" in bad.content[0].text
+            fused = await client.call_tool("search", {"query": "Waldrada Lothair", "top_k": 2})
+            assert not fused.is_error and fused.content[0].text.startswith('search "Waldrada Lothair" (by meaning')
+            outline = await client.call_tool("document_outline", {"doc_id": "Waldrada"})
+            assert not outline.is_error and "Waldrada#s1 " in outline.content[0].text
+            section = await client.call_tool("section_read", {"section_id": "Waldrada#s1"})
+            assert "already read earlier in this session" in section.content[0].text  # its chunk was read above
 
     anyio.run(session)
 
