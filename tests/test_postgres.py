@@ -1080,3 +1080,39 @@ def test_outlines_sections_and_the_fused_search_are_identical_on_every_store(ind
             shown.append(toolkit.call("search", {"query": query, "top_k": 7}).observation)
         seen[name] = shown
     assert seen["postgres"] == seen["embedded"] and seen["two nodes"] == seen["embedded"]
+
+
+def test_a_principal_sees_the_same_documents_on_postgres_as_on_the_embedded_store(
+    nodes: list[PgNode], tmp_path: Path
+) -> None:
+    from arag.principals import Principal
+    from arag.tools.toolkit import TOOL_NAMES
+    from test_principals import _folder, _rounded
+
+    docs = _folder(tmp_path)
+    locations = [str(tmp_path / "idx"), nodes[0].database("single", index="principals")]
+    for location in locations:
+        build_index([docs], location, fake_settings(), rebuild=True)
+    opened = [Index.open(location, threads=1) for location in locations]
+    try:
+        for groups in [(), ("hr",), ("finance", "eng")]:
+            views = [index.as_principal(Principal.of("p", groups)) for index in opened]
+            shown = []
+            for view in views:
+                toolkit = Toolkit(view, enabled=TOOL_NAMES)
+                shown.append(
+                    [
+                        sorted(d.doc_id for d in view.documents()),
+                        toolkit.call("keyword_search", {"keywords": ["budget", "Salaries", "Portland"]}).observation,
+                        toolkit.call("grep", {"pattern": "[0-9]+"}).observation,
+                        toolkit.call("list_documents", {}).observation,
+                        toolkit.call("chunk_read", {"chunk_ids": ["docs/hr/salaries.md#0"]}).observation,
+                        _rounded(view.semantic_search("money for the year", 10)),
+                        [r.chunk_id for r in view.iter_chunks()],
+                        view.keyword_chunk_count("the", 100),
+                    ]
+                )
+            assert shown[0] == shown[1], groups
+    finally:
+        for index in opened:
+            index.close()

@@ -10,6 +10,7 @@ Formulas (paper §3.2):
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import re
 import threading
@@ -27,10 +28,11 @@ from arag.corpus.tables import row_as_fields
 from arag.embedding.embedders import Embedder, load_embedder
 from arag.errors import ARagError, EmbedderError
 from arag.filters import Filter
+from arag.principals import Principal
 from arag.settings import IndexSettings
 from arag.store import ChunkRecord, DocumentRecord, Scope, Store, open_store
 from arag.store.embedded import ivf
-from arag.store.tabular import TableAnswer, TableInfo, TableQuery, find_table, plan_query
+from arag.store.tabular import TableAnswer, TableInfo, TableQuery, TableQueryError, find_table, plan_query
 from arag.text import STOPWORDS, never_stored, storable
 
 SEMANTIC_SNIPPETS = 3
@@ -173,6 +175,18 @@ class _Generation:
             return self._titles
 
 
+@dataclass
+class _Shared:
+    """What an index and its views for principals (:meth:`Index.as_principal`) share: the generation read now,
+    those replaced and not yet closed, when a newer one was last looked for, and the query embedder."""
+
+    current: _Generation
+    embedder: Embedder | None
+    retired: list[_Generation] = field(default_factory=list)
+    follow: tuple[str | Path, IndexSettings, float] | None = None  # (location, settings, check every s)
+    checked: float = 0.0
+
+
 class Index:
     """A read-only handle on an index. Thread-safe for concurrent searches.
 
@@ -184,16 +198,13 @@ class Index:
     RETIRE_AFTER_S = 60.0
 
     def __init__(self, store: Store, embedder: Embedder | None = None, threads: int = 2) -> None:
-        self._current = _Generation(store)
-        self._embedder = embedder
+        self._shared = _Shared(_Generation(store), embedder)  # one per index, shared by its principals' views
         self.threads = threads
         self._lock = threading.Lock()
         self._pinned = threading.local()  # the generation this thread's operation reads
-        self._retired: list[_Generation] = []
-        self._follow: tuple[str | Path, IndexSettings, float] | None = None  # (location, settings, check every s)
-        self._checked = 0.0
         self._location: str | Path | None = None  # where it was opened, to open a newer generation
         self._settings: IndexSettings | None = None
+        self.principal: Principal | None = None  # None: the local user, who reads every document
 
     @classmethod
     def open(
@@ -225,7 +236,7 @@ class Index:
     def store(self) -> Store:
         """The store of the generation this thread's operation reads (else the current one)."""
         pinned = getattr(self._pinned, "generation", None)
-        return (pinned or self._current).store
+        return (pinned or self._shared.current).store
 
     def follow_updates(self, every_s: float = 1.0) -> None:
         """Move to a newer generation of the index when one is committed, checked at most every ``every_s``
@@ -233,7 +244,7 @@ class Index:
         location, settings = self._location, self._settings
         if location is None or settings is None:
             raise ValueError("follow_updates needs an index opened by location (Index.open / Index.open_with)")
-        self._follow = (location, settings, every_s)
+        self._shared.follow = (location, settings, every_s)
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Store]:
@@ -244,7 +255,7 @@ class Index:
             return
         self._maybe_follow()
         with self._lock:
-            generation = self._current
+            generation = self._shared.current
             generation.pins += 1
         self._pinned.generation = generation
         try:
@@ -263,15 +274,15 @@ class Index:
             yield store
 
     def _generation(self) -> _Generation:
-        return getattr(self._pinned, "generation", None) or self._current
+        return getattr(self._pinned, "generation", None) or self._shared.current
 
     def _maybe_follow(self) -> None:
-        follow = self._follow
-        if follow is None or time.monotonic() - self._checked < follow[2]:
+        follow = self._shared.follow
+        if follow is None or time.monotonic() - self._shared.checked < follow[2]:
             return
-        self._checked = time.monotonic()
+        self._shared.checked = time.monotonic()
         location, settings, _every = follow
-        current = self._current
+        current = self._shared.current
         try:
             latest = current.store.latest_generation()
         except ARagError:  # the index is being rewritten or briefly unreachable: keep reading what we have
@@ -283,20 +294,22 @@ class Index:
         except ARagError:
             return
         with self._lock:
-            if self._current is not current:  # another thread moved on first
+            if self._shared.current is not current:  # another thread moved on first
                 store.close()
                 return
             current.retired_at = time.monotonic()
-            self._retired.append(current)
-            self._current = _Generation(store)
+            self._shared.retired.append(current)
+            self._shared.current = _Generation(store)
 
     def _close_retired(self) -> None:
-        if not self._retired:  # the common case, on every operation: nothing to close
+        if not self._shared.retired:  # the common case, on every operation: nothing to close
             return
         now = time.monotonic()
         with self._lock:
-            done = [g for g in self._retired if g.pins == 0 and now - (g.retired_at or now) >= self.RETIRE_AFTER_S]
-            self._retired = [g for g in self._retired if g not in done]
+            done = [
+                g for g in self._shared.retired if g.pins == 0 and now - (g.retired_at or now) >= self.RETIRE_AFTER_S
+            ]
+            self._shared.retired = [g for g in self._shared.retired if g not in done]
         for generation in done:
             generation.store.close()
 
@@ -307,16 +320,16 @@ class Index:
     @property
     def embedder(self) -> Embedder:
         """The query embedder, loaded on first use and checked against the one that built the index."""
-        if self._embedder is None:
+        if self._shared.embedder is None:
             spec = self.store.manifest.embedder["name"]
-            self._embedder = load_embedder(spec, threads=self.threads)
+            self._shared.embedder = load_embedder(spec, threads=self.threads)
         expected = self.store.manifest.embedder.get("fingerprint")
-        if expected and self._embedder.fingerprint != expected:
+        if expected and self._shared.embedder.fingerprint != expected:
             raise EmbedderError(
-                f"query embedder {self._embedder.fingerprint} differs from the one that built the index "
+                f"query embedder {self._shared.embedder.fingerprint} differs from the one that built the index "
                 f"({expected}); re-index with the current model or install the original weights"
             )
-        return self._embedder
+        return self._shared.embedder
 
     def titles_named_in(self, text: str) -> list[str]:
         """The document titles that ``text`` names: whole words, case and punctuation aside, a possessive "'s"
@@ -324,6 +337,11 @@ class Index:
         characters ("Fortunella (film)" is named by "the director of film Fortunella")."""
         with self.snapshot():
             titles = self._generation().titles()
+            readable = (
+                None
+                if self.principal is None
+                else {" ".join(_title_words(title_of(d.doc_id))) for d in self.documents()}
+            )
         said = _title_words(text)
         named = {
             " ".join(title)
@@ -331,13 +349,30 @@ class Index:
             for title in titles.get(word, [])
             if tuple(said[i : i + len(title)]) == title
         }
-        return sorted(named)
+        return sorted(named if readable is None else named & readable)
 
     # ------------------------------------------------------------------ metadata and filters
     def documents(self) -> list[DocumentRecord]:
-        """Every document with its metadata (read once per generation)."""
+        """Every document with its metadata (read once per generation) that the principal may read."""
         with self.snapshot():
-            return self._generation().documents()[0]
+            documents = self._generation().documents()[0]
+        principal = self.principal
+        return documents if principal is None else [d for d in documents if principal.may_read(d.metadata)]
+
+    def as_principal(self, principal: Principal | None) -> Index:
+        """This index as ``principal`` sees it (None: the local user, every document): every operation of the
+        view — searches, reads, counts, listings, outlines, tables — sees only the documents the principal may read
+        (:mod:`arag.principals`), restricted before any scoring. The view shares the index's generations."""
+        view = copy.copy(self)
+        view.principal = principal
+        return view
+
+    def _may_read(self, doc_id: str) -> bool:
+        if self.principal is None:
+            return True
+        with self.snapshot():
+            document = self._generation().documents()[1].get(doc_id)
+        return document is not None and self.principal.may_read(document.metadata)
 
     @_one_generation
     def list_documents(self, where: Filter | None = None, top_k: int = 20) -> tuple[int, list[DocumentEntry]]:
@@ -384,10 +419,11 @@ class Index:
 
     @_one_generation
     def scope(self, where: Filter | None) -> Scope | None:
-        """The documents ``where`` lets through (None: no filter, every document)."""
-        if where is None:
+        """The documents ``where`` lets through, of those the principal may read (None: no filter and the local
+        user, every document)."""
+        if where is None and self.principal is None:
             return None
-        matching = [d.doc_id for d in self.documents() if where.matches(d.metadata)]
+        matching = [d.doc_id for d in self.documents() if where is None or where.matches(d.metadata)]
         rows = self.store.doc_chunk_rows()
         return Scope(frozenset(matching), tuple(rows[d] for d in matching if d in rows))
 
@@ -417,6 +453,9 @@ class Index:
         keyword = keyword.strip()
         if not keyword or never_stored(keyword):
             return 0
+        if self.principal is not None:  # counted among the chunks it may read only
+            scope = self.scope(None)
+            return len(self.store.keyword_scores([keyword], limit, scope)) if scope is not None and scope.rows else 0
         return self.store.keyword_chunk_count(keyword, limit)
 
     def _keyword_snippets(self, record: ChunkRecord, lowered: list[str]) -> list[str]:
@@ -463,6 +502,20 @@ class Index:
         ]
         return GrepResult(matches, len(counts), scanned, complete, hits)
 
+    @_one_generation
+    def chunk_count(self) -> int:
+        """How many chunks the principal may read (the local user: every chunk)."""
+        allowed = self.scope(None)
+        return self.store.n_chunks if allowed is None else sum(end - begin for begin, end in allowed.rows)
+
+    def iter_chunks(self) -> Iterator[ChunkRecord]:
+        """Every chunk the principal may read, in document order (one store's iteration: PostgreSQL reads it from
+        one snapshot)."""
+        allowed = self.scope(None)
+        for record in self.store.iter_chunks():
+            if allowed is None or record.doc_id in allowed.doc_ids:
+                yield record
+
     def _grep_snippets(self, record: ChunkRecord, compiled: Any) -> list[str]:
         starts = [m.start() for m in compiled.finditer(record.text) if m.end() > m.start()]
         out = []
@@ -490,6 +543,11 @@ class Index:
     def semantic_search_vector(
         self, vector: np.ndarray, top_k: int = 5, exact: bool = True, scope: Scope | None = None
     ) -> list[SearchHit]:
+        if self.principal is not None:  # a scope given by the caller is kept to what the principal may read
+            allowed = self.scope(None)
+            scope = allowed if scope is None or allowed is None else self._both(scope, allowed)
+            if scope is not None and not scope.rows:
+                return []
         matches = self.store.semantic_chunks(vector, top_k, exact, scope)
         records = self.store.chunks(m.row for m in matches)
         hits = []
@@ -527,6 +585,11 @@ class Index:
             known += [s for s in hit.snippets if s not in known]
         order = sorted(fused, key=lambda chunk_id: -fused[chunk_id])  # stable: semantic rank first among ties
         return keywords, [SearchHit(c, fused[c], snippets[c], rows[c]) for c in order[:top_k]]
+
+    @staticmethod
+    def _both(first: Scope, second: Scope) -> Scope:
+        doc_ids = first.doc_ids & second.doc_ids
+        return Scope(doc_ids, tuple(r for r in first.rows if r in set(second.rows)))
 
     @_one_generation
     def sentences(self, record: ChunkRecord) -> list[str]:
@@ -575,6 +638,8 @@ class Index:
     @_one_generation
     def table_answer(self, table_id: str, query: TableQuery) -> TableAnswer:
         """A checked query's result over one table (arag.store.tabular: the query and its semantics)."""
+        if self.principal is not None and table_id not in {t.table_id for t in self.tables() or []}:
+            raise TableQueryError(f"no table has the id {table_id[:120]!r} here; use ids from table_list")
         return self.store.table_answer(table_id, query)
 
     @_one_generation
@@ -637,7 +702,8 @@ class Index:
             return owner[0]
         rows = self.store.rows_for_ids([reference]) if reference and not never_stored(reference) else {}
         if rows:
-            return self.store.chunks(rows.values())[rows[reference]].doc_id
+            owner_id = self.store.chunks(rows.values())[rows[reference]].doc_id
+            return owner_id if owner_id in ids else None
         wanted = reference.casefold().replace("\\", "/")
         for matches in (
             lambda d: d.doc_id.casefold() == wanted,
@@ -651,6 +717,8 @@ class Index:
         return None
 
     def _document_chunks(self, doc_id: str) -> list[ChunkRecord] | None:
+        if not self._may_read(doc_id):
+            return None
         begin, end = self.store.doc_chunk_rows().get(doc_id, (0, 0))
         if end <= begin:
             return None
@@ -660,11 +728,12 @@ class Index:
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document's record (with its metadata)."""
         with self.snapshot():
-            return self._generation().documents()[1].get(doc_id)
+            document = self._generation().documents()[1].get(doc_id)
+        return document if document is not None and self._may_read(doc_id) else None
 
     def close(self) -> None:
         with self._lock:
-            generations, self._retired = [self._current, *self._retired], []
+            generations, self._shared.retired = [self._shared.current, *self._shared.retired], []
         for generation in generations:
             generation.store.close()
 

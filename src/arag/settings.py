@@ -403,6 +403,7 @@ OTHER_ENV = frozenset(
         "ARAG_EMBED_BASE_URL",
         "ARAG_EMBED_API_KEY",
         "ARAG_DEBUG",
+        "ARAG_AS",  # arag --as: the groups the CLI reads as
     }
 )
 

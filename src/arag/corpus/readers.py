@@ -13,16 +13,18 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from arag.corpus.access import RuleFile, access_of, with_access
 from arag.corpus.markup import html_to_text, read_text
 from arag.corpus.ocr import IMAGE_SUFFIXES, read_image
 from arag.corpus.office import OFFICE_SUFFIXES
 from arag.corpus.pdf import read_pdf
 from arag.corpus.tables import markdown_table_spans
 from arag.errors import IngestError
+from arag.principals import ACCESS_FIELD, access_groups
 from arag.text import storable
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -154,8 +156,15 @@ def clean_metadata(fields: dict[str, Any]) -> dict[str, MetadataValue]:
         elif (single := scalar(value)) is not None and single != "":
             out[name] = single
 
+    # who may read the document is kept first, whatever else is dropped, and an empty value stays: it closes the
+    # document (arag.principals); dropping it would open it
     for key, value in fields.items():
-        add(str(key), value, 0)
+        if str(key).strip().lower() == ACCESS_FIELD:
+            groups = access_groups({ACCESS_FIELD: value if isinstance(value, str | list) else [value]}) or []
+            out[ACCESS_FIELD] = [storable(group)[:128] for group in groups[:100]]
+    for key, value in fields.items():
+        if str(key).strip().lower() != ACCESS_FIELD:
+            add(str(key), value, 0)
     return out
 
 
@@ -451,10 +460,22 @@ def iter_sources(
     for problem in problems:
         yield Path(problem.path), problem
     roots = [p for p in paths if p.is_dir()]
+    rules: dict[Path, RuleFile | None] = {}
     for file in files:
         root = next((r for r in roots if file.is_relative_to(r)), None)
         prefix = str(file.relative_to(root.parent)) if root is not None else file.name
         try:
-            yield file, read_source(file, prefix)
+            documents = read_source(file, prefix)
         except IngestError as exc:
             yield file, Problem(str(file), str(exc))
+            continue
+        # a rules file that cannot be read raises: indexing stops rather than open what it meant to close
+        decided = access_of(file, root if root is not None else file.parent, rules)
+        changed = [(doc, with_access(doc.metadata, decided)) for doc in documents]
+        yield (
+            file,
+            [
+                doc if metadata is None else replace(doc, metadata=metadata, content_hash="")
+                for doc, metadata in changed
+            ],
+        )

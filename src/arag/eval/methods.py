@@ -28,7 +28,7 @@ METHODS: dict[str, list[ToolName] | None] = {
     "arag-tables": [*ALL_TOOLS, "table_list", "table_query"],
     "arag-documents": [*ALL_TOOLS, "list_documents", "document_outline", "section_read", "grep"],
     "arag-extended": list(get_args(ToolName)),  # every tool
-    "arag-fused": ["search", "chunk_read"],  # one fused search instead of the two
+    "arag-fused": ["chunk_read", "search"],  # one fused search instead of the two
     "arag-no-keyword": ["semantic_search", "chunk_read"],
     "arag-no-semantic": ["keyword_search", "chunk_read"],
     "arag-no-read": ["keyword_search", "semantic_search"],

@@ -105,7 +105,7 @@ def keywords_of(toolkit: Toolkit, call: ToolCall) -> list[str] | None:
 
 def common_keyword(index: Index, keyword: str, share: float) -> bool:
     """Whether ``keyword`` is in more than ``share`` of the chunks (and in more than MIN_COMMON_CHUNKS)."""
-    limit = max(MIN_COMMON_CHUNKS, math.ceil(share * index.store.n_chunks))
+    limit = max(MIN_COMMON_CHUNKS, math.ceil(share * index.chunk_count()))
     return index.keyword_chunk_count(keyword, limit + 1) > limit
 
 

@@ -120,12 +120,27 @@ def _main_options(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    acting_as: Annotated[
+        str | None,
+        typer.Option(
+            "--as",
+            envvar="ARAG_AS",
+            help="Read the index as a member of these groups (comma-separated): only the documents they may read "
+            "(their access field or .arag-access.toml). Without it, as the local user: every document.",
+        ),
+    ] = None,
 ) -> None:
     """A-RAG: agentic retrieval over hierarchical retrieval interfaces."""
+    from arag.principals import Principal
     from arag.settings import unknown_environment
+
+    ACTING_AS[0] = None if acting_as is None else Principal.of("cli", acting_as.split(","))
 
     for name in unknown_environment():
         say("[yellow]warning[/yellow]", f"{name} is not an a-rag setting; ignored")
+
+
+ACTING_AS: list[Any] = [None]  # the principal of --as (None: the local user), set once per command
 
 
 def nonempty(values: list[str], what: str) -> list[str]:
@@ -151,7 +166,8 @@ def open_index(index: str, threads: int | None = None, probes: int | None = None
     # ARAG_INDEX__THREADS, __ANN_PROBES, __HNSW_EF_SEARCH, __PG_STATEMENT_TIMEOUT_S
     settings = settings_with(None).index
     overrides = {"threads": threads, "ann_probes": probes}
-    return Index.open_with(index, settings.model_copy(update={k: v for k, v in overrides.items() if v}))
+    opened = Index.open_with(index, settings.model_copy(update={k: v for k, v in overrides.items() if v}))
+    return opened if ACTING_AS[0] is None else opened.as_principal(ACTING_AS[0])
 
 
 def open_scoped(index: str, where: str | None, probes: int | None = None) -> tuple[Any, Any]:

@@ -209,7 +209,7 @@ def export(
     idx = open_index(index_dir)
     target = out_file.open("w", encoding="utf-8") if out_file else sys.stdout
     try:
-        for record in idx.store.iter_chunks():
+        for record in idx.iter_chunks():
             target.write(
                 json.dumps(
                     {"chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text}, ensure_ascii=False

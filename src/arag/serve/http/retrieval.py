@@ -94,7 +94,7 @@ def router(served: ServedIndex) -> APIRouter:
     @router.get("/export")
     async def export() -> StreamingResponse:
         def lines() -> Iterator[bytes]:
-            for record in index.store.iter_chunks():
+            for record in index.iter_chunks():
                 row = {"chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text}
                 yield (json.dumps(row, ensure_ascii=False) + "\n").encode()
 
