@@ -589,7 +589,8 @@ class Index:
     @staticmethod
     def _both(first: Scope, second: Scope) -> Scope:
         doc_ids = first.doc_ids & second.doc_ids
-        return Scope(doc_ids, tuple(r for r in first.rows if r in set(second.rows)))
+        rows = set(second.rows)
+        return Scope(doc_ids, tuple(r for r in first.rows if r in rows))
 
     @_one_generation
     def sentences(self, record: ChunkRecord) -> list[str]:
