@@ -29,6 +29,7 @@ METHODS: dict[str, list[ToolName] | None] = {
     "arag-documents": [*ALL_TOOLS, "list_documents", "document_outline", "section_read", "grep"],
     "arag-extended": list(get_args(ToolName)),  # every tool
     "arag-fused": ["chunk_read", "search"],  # one fused search instead of the two
+    "arag-search": [*ALL_TOOLS, "search"],  # the fused search beside the two
     "arag-no-keyword": ["semantic_search", "chunk_read"],
     "arag-no-semantic": ["keyword_search", "chunk_read"],
     "arag-no-read": ["keyword_search", "semantic_search"],

@@ -26,6 +26,7 @@ METHOD_LABELS = {
     "arag-documents": "A-RAG (Full) + document tools",
     "arag-extended": "A-RAG (Full) + every tool",
     "arag-fused": "A-RAG (fused search + read)",
+    "arag-search": "A-RAG (Full) + fused search",
     "arag-no-keyword": "A-RAG w/o keyword_search",
     "arag-no-semantic": "A-RAG w/o semantic_search",
     "arag-no-read": "A-RAG w/o chunk_read",

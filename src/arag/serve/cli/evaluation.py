@@ -132,7 +132,7 @@ MethodOpt = Annotated[
     typer.Option(
         help="direct, naive-rag, arag-naive, arag-full, arag-tables (with the table tools), arag-documents (with "
         "list_documents, document_outline, section_read and grep), arag-extended (every tool), arag-fused (search "
-        "and chunk_read), arag-no-keyword, arag-no-semantic, arag-no-read."
+        "and chunk_read), arag-search (the paper's three and search), arag-no-keyword, arag-no-semantic, arag-no-read."
     ),
 ]
 
