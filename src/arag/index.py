@@ -368,11 +368,7 @@ class Index:
         return view
 
     def _may_read(self, doc_id: str) -> bool:
-        if self.principal is None:
-            return True
-        with self.snapshot():
-            document = self._generation().documents()[1].get(doc_id)
-        return document is not None and self.principal.may_read(document.metadata)
+        return self.principal is None or self.document(doc_id) is not None
 
     @_one_generation
     def list_documents(self, where: Filter | None = None, top_k: int = 20) -> tuple[int, list[DocumentEntry]]:
@@ -727,10 +723,11 @@ class Index:
         return [records[row] for row in sorted(records)]
 
     def document(self, doc_id: str) -> DocumentRecord | None:
-        """One document's record (with its metadata)."""
+        """One document's record (with its metadata), when the principal may read it."""
         with self.snapshot():
             document = self._generation().documents()[1].get(doc_id)
-        return document if document is not None and self._may_read(doc_id) else None
+        readable = document is not None and (self.principal is None or self.principal.may_read(document.metadata))
+        return document if readable else None
 
     def close(self) -> None:
         with self._lock:
