@@ -16,6 +16,7 @@ import resource
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +49,30 @@ def disk_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+@dataclass
+class BaseArrays:
+    """What a scaled copy replicates of the base index: its chunks, sentence offsets, spans, hashes and vectors."""
+
+    store: EmbeddedStore
+    records: list[Any]
+    offsets: np.ndarray
+    spans: np.ndarray
+    hashes: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def read(cls, base_dir: Path) -> BaseArrays:
+        base = EmbeddedStore(base_dir)
+        return cls(base, list(base.iter_chunks()), np.asarray(base.sentence_ranges()),
+                   np.load(base.path / "sent_spans.npy"), np.load(base.path / "sent_hash.npy"),
+                   base.sentence_vectors(np.arange(base.n_sentences)))  # fmt: skip
+
+
 def scaled_copy(base_dir: Path, target: Path, scale: int, dtype: str, ann: bool, seed: int = 0) -> None:
-    base = EmbeddedStore(base_dir)
+    arrays = BaseArrays.read(base_dir)
+    base, records, offsets, spans, hashes, vectors = (arrays.store, arrays.records, arrays.offsets, arrays.spans,
+                                                      arrays.hashes, arrays.vectors)  # fmt: skip
     rng = np.random.default_rng(seed)
-    records = list(base.iter_chunks())
-    offsets = np.asarray(base.sentence_ranges())
-    spans = np.load(base.path / "sent_spans.npy")
-    hashes = np.load(base.path / "sent_hash.npy")
-    vectors = base.sentence_vectors(np.arange(base.n_sentences))
     writer = GenerationWriter(target, {"chunker": base.manifest.chunker, "vector_dtype": dtype, "ann": ann})
     all_offsets, all_vectors = [0], []
     for copy in range(scale):
@@ -80,6 +97,25 @@ def scaled_copy(base_dir: Path, target: Path, scale: int, dtype: str, ann: bool,
         {"documents": scale, "chunks": len(records) * scale, "sentences": len(stacked)},
     )
     writer.commit(dict(base.manifest.embedder))
+
+
+def search_latencies(
+    index: Index, keyword_queries: list[list[str]], vectors: np.ndarray, exact: bool = True
+) -> tuple[list[float], list[float]]:
+    """Seconds of each keyword and each semantic search (top 5), after one untimed pass: the index is
+    memory-mapped, and a long-running agent or server is warm."""
+    for keywords, vector in zip(keyword_queries, vectors, strict=True):
+        index.keyword_search(keywords, 5)
+        index.semantic_search_vector(vector, 5, exact=exact)
+    keyword, semantic = [], []
+    for keywords, vector in zip(keyword_queries, vectors, strict=True):
+        started = time.perf_counter()
+        index.keyword_search(keywords, 5)
+        keyword.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        index.semantic_search_vector(vector, 5, exact=exact)
+        semantic.append(time.perf_counter() - started)
+    return keyword, semantic
 
 
 def brute_keyword(texts: list[str], keywords: list[str], top_k: int) -> list[int]:
@@ -167,18 +203,7 @@ def main() -> None:
             started = time.perf_counter()
             index = Index.open(target, probes=probes[-1] if ann else ivf.DEFAULT_PROBES)
             open_s = time.perf_counter() - started
-            # one untimed pass first: the index is memory-mapped, and a long-running agent or server is warm
-            for keywords, vector in zip(keyword_queries, query_vectors, strict=True):
-                index.keyword_search(keywords, 5)
-                index.semantic_search_vector(vector, 5, exact=not ann)
-            kw, sem = [], []
-            for keywords, vector in zip(keyword_queries, query_vectors, strict=True):
-                t = time.perf_counter()
-                index.keyword_search(keywords, 5)
-                kw.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                index.semantic_search_vector(vector, 5, exact=not ann)
-                sem.append(time.perf_counter() - t)
+            kw, sem = search_latencies(index, keyword_queries, query_vectors, exact=not ann)
             recall = content_recall = None
             if ann:
                 exact_top = [

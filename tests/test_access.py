@@ -350,23 +350,32 @@ def test_token_commands(tmp_path: Path) -> None:
     token = added.stdout.strip()
     assert token.startswith("arag_") and token not in file.read_text()
     assert stat.S_IMODE(os.stat(file).st_mode) == 0o600
+    assert "open documents only" in added.stderr
+    hr = arag("add", "hana", "--index", "docs", "--group", "hr", "--group", "finance")
+    assert hr.returncode == 0 and "the open documents and those of finance, hr" in hr.stderr, hr.stderr
+    assert arag("add", "root", "--scope", "admin").returncode == 0
+    assert arag("add", "svc", "--index", "docs", "--all-documents").returncode == 0
     listed = arag("list", "--json")
-    assert json.loads(listed.stdout)[0] | {"created": ""} == {
-        "name": "alice",
-        "scope": "ask",
-        "indexes": ["docs"],
-        "created": "",
-    }
+    assert [entry | {"created": ""} for entry in json.loads(listed.stdout)] == [
+        {"name": "alice", "scope": "ask", "indexes": ["docs"], "created": "", "groups": []},
+        {"name": "hana", "scope": "read", "indexes": ["docs"], "created": "", "groups": ["finance", "hr"]},
+        {"name": "root", "scope": "admin", "indexes": [], "created": "", "groups": None},  # reads every document
+        {"name": "svc", "scope": "read", "indexes": ["docs"], "created": "", "groups": None},
+    ]
     assert token not in listed.stdout
+    assert [line.split("\t")[3] for line in arag("list").stdout.splitlines()] == ["-", "finance,hr", "*", "*"]
     for bad, message in (
         (("add", "alice", "--index", "docs"), "exists"),
         (("add", "bob", "--scope", "read"), "name the indexes"),
         (("add", "carol", "--index", "d", "--scope", "root"), "scope"),
+        (("add", "dan", "--index", "d", "--group", "h r"), "'h r' is not a group name"),
+        (("add", "eve", "--index", "d", "--group", "hr", "--all-documents"), "not both"),
         (("revoke", "nobody"), "no token named"),
     ):
         failed = arag(*bad)
         assert failed.returncode != 0 and message in failed.stderr and "Traceback" not in failed.stderr, failed.stderr
-    assert arag("revoke", "alice").returncode == 0
+    for name in ("alice", "hana", "root", "svc"):
+        assert arag("revoke", name).returncode == 0
     assert json.loads(arag("list", "--json").stdout) == []
 
 

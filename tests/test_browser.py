@@ -207,6 +207,39 @@ def test_corpus_search_renders_markup_as_text(browser, site: LiveServer) -> None
     shot(browser, "corpus")
 
 
+def test_the_page_shows_who_reads_and_hides_what_its_token_may_not_read(browser, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from arag.serve.access import Access, TokenFile
+    from arag.serve.http import create_app
+    from arag.settings import Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "orchard.md").write_text("---\naccess: [gardeners]\n---\nThe orchard key is under the third stone.\n")
+    (docs / "gate.md").write_text("The orchard gate opens at dawn.\n")
+    build_index([docs], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    file = TokenFile(tmp_path / "tokens.json")
+    token = file.add("visitor", "read", ["default"], ["visitors"])
+    server = LiveServer(create_app(index, Settings(), None, access=Access.load(file.path, None)))
+    try:
+        browser.get(f"{server.url}/?token={token}")
+        wait(browser, lambda d: "visitor reads" in d.find_element(By.ID, "who").text)
+        assert browser.find_element(By.ID, "who").text == "· visitor reads the open documents and those of visitors"
+        wait(browser, lambda d: d.find_element(By.ID, "index-info").text.startswith("1 documents, 1 chunks"))
+        browser.find_element(By.CSS_SELECTOR, "button[data-tab=corpus]").click()
+        browser.find_element(By.ID, "keywords").send_keys("orchard")
+        browser.find_element(By.CSS_SELECTOR, "#keyword-form button").click()
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#hits li"))
+        assert [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#hits .hit-id")] == ["docs/gate.md#0"]
+        assert "third stone" not in browser.page_source
+        shot(browser, "principal")
+    finally:
+        server.close()
+        index.close()
+
+
 def test_runs_open_a_trajectory_and_compare(browser, site: LiveServer) -> None:
     from selenium.webdriver.common.by import By
 

@@ -15,25 +15,7 @@ from arag.index import Index
 from arag.principals import Principal, access_groups
 from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from conftest import fake_settings
-
-GROUPS = ["hr", "finance", "eng"]
-WORDS = ["salary", "budget", "review", "Portland", "leave", "deploy", "audit", "travel", "policy", "2026"]
-_ACCESS = st.one_of(st.none(), st.just([]), st.lists(st.sampled_from(GROUPS), min_size=1, max_size=2, unique=True))
-_TEXT = st.lists(st.lists(st.sampled_from(WORDS), min_size=3, max_size=9).map(lambda w: " ".join(w).capitalize() + "."),
-                 min_size=1, max_size=12).map(" ".join)  # fmt: skip
-_DOCUMENTS = st.lists(st.tuples(_TEXT, _ACCESS), min_size=1, max_size=8)
-
-
-def _write(folder: Path, documents: list[tuple[str, list[str] | None]]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for n, (text, access) in enumerate(documents):
-        record: dict[str, object] = {"id": f"doc{n}", "title": f"Doc {n}", "text": text}
-        if access is not None:
-            record["access"] = access
-        lines.append(json.dumps(record))
-    (folder / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
+from support.access_corpus import DOCUMENTS, GROUPS, readable_lines, write_documents
 
 CALLS = [
     ("keyword_search", {"keywords": ["salary", "Portland"], "top_k": 20}),
@@ -45,7 +27,7 @@ CALLS = [
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(documents=_DOCUMENTS, groups=st.lists(st.sampled_from(GROUPS), max_size=3, unique=True))
+@given(documents=DOCUMENTS, groups=st.lists(st.sampled_from(GROUPS), max_size=3, unique=True))
 def test_a_principal_sees_exactly_what_an_index_of_the_documents_it_may_read_shows(
     documents: list[tuple[str, list[str] | None]], groups: list[str]
 ) -> None:
@@ -53,16 +35,12 @@ def test_a_principal_sees_exactly_what_an_index_of_the_documents_it_may_read_sho
     readable = [(text, access) for text, access in documents if access is None or set(access) & set(groups)]
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        _write(root / "all", documents)
+        write_documents(root / "all", documents)
         build_index([root / "all" / "docs.jsonl"], root / "all-idx", fake_settings(chunker={"chunk_tokens": 24}))
         view = Index.open(root / "all-idx", threads=1).as_principal(principal)
         # the reference: only the documents it may read, under the same ids
-        _write(root / "own", documents)
-        own_lines = [
-            line for line, (_text, access) in zip(
-                (root / "own" / "docs.jsonl").read_text().splitlines(), documents, strict=True
-            ) if access is None or set(access) & set(groups)
-        ]  # fmt: skip
+        write_documents(root / "own", documents)
+        own_lines = readable_lines(root / "own" / "docs.jsonl", documents, groups)
         assert len(own_lines) == len(readable)
         if not own_lines:
             assert view.documents() == [] and view.keyword_search(["salary"], 5) == []
@@ -232,3 +210,33 @@ def test_the_cli_reads_as_the_groups_it_is_given_and_refuses_a_bad_group_in_one_
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
         "error: 'h r' is not a group name (letters, digits, . @ : _ -, at most 128)"
     ]
+
+
+def test_a_view_of_a_view_reads_what_both_principals_may_and_never_widens(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    build_index([docs], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    hr_or_finance = index.as_principal(Principal.of("served as", ["hr", "finance"]))  # arag --as hr,finance serve
+    finance_token = hr_or_finance.as_principal(Principal.of("token", ["finance", "eng"]))
+    assert sorted(d.doc_id for d in finance_token.documents()) == ["docs/finance/budget.md", "docs/public/handbook.md"]
+    eng_only = index.as_principal(Principal.of("served as", ["eng"])).as_principal(Principal.of("token", ["finance"]))
+    assert [d.doc_id for d in eng_only.documents()] == ["docs/public/handbook.md"]
+    assert hr_or_finance.as_principal(None).documents() == hr_or_finance.documents()  # "everything" stays within
+
+
+def test_a_rule_changed_by_sync_applies_from_the_next_operation_not_mid_question(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    build_index([docs], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    index.follow_updates(every_s=0)  # as arag serve follows a sync
+    finance = index.as_principal(Principal.of("p", ["finance"]))
+    before = ["docs/finance/budget.md", "docs/public/handbook.md"]
+    with finance.snapshot():  # a question under way: it reads one generation from start to end
+        assert sorted(d.doc_id for d in finance.documents()) == before
+        (docs / ".arag-access.toml").write_text(RULES.replace('groups = ["hr"]', 'groups = ["hr", "finance"]'))
+        build_index([docs], tmp_path / "idx", fake_settings(), sync=True)
+        assert sorted(d.doc_id for d in finance.documents()) == before
+        assert finance.keyword_search(["Salaries"], 5) == []
+    assert sorted(d.doc_id for d in finance.documents()) == sorted([*before, "docs/hr/salaries.md"])
+    assert [h.chunk_id for h in finance.keyword_search(["Salaries"], 5)] == ["docs/hr/salaries.md#0"]
+    index.close()

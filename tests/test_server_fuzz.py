@@ -19,6 +19,7 @@ from arag.agent import Agent
 from arag.corpus.build import build_index
 from arag.index import Index
 from arag.models.endpoint import ChatModel
+from arag.serve.access import Access, TokenFile
 from arag.serve.http import create_app
 from arag.settings import AgentSettings, LLMSettings, Settings
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
@@ -33,8 +34,10 @@ TEXTS = AWKWARD | st.text(max_size=30)
 RAW_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1" * 400]
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+@pytest.fixture(scope="module", params=["the local user", "a token of groups"])
+def client(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    """The app as a server without tokens serves it, and as a token that reads its groups' documents sees it (every
+    route then runs on a view of the index for that reader)."""
     folder = tmp_path_factory.mktemp("fuzz")
     build_index([FIXTURES / "hipporag_corpus.json"], folder / "idx", fake_settings())
     index = Index.open(folder / "idx", threads=1)
@@ -52,8 +55,13 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         chat = ChatModel(LLMSettings(base_url=model.base_url, model="m", max_retries=0, timeout_s=30))
         return Agent(served, chat, AgentSettings(max_steps=max_steps or 2))
 
-    app = create_app(index, Settings(), runs, agent_factory=agent)
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    access, headers = None, {}
+    if request.param == "a token of groups":
+        tokens = TokenFile(folder / "tokens.json")
+        headers = {"Authorization": f"Bearer {tokens.add('fuzzer', 'admin', [], ['hr', 'eng'])}"}
+        access = Access.load(tokens.path, None)
+    app = create_app(index, Settings(), runs, agent_factory=agent, access=access)
+    with TestClient(app, raise_server_exceptions=False, headers=headers) as test_client:
         yield test_client
     model.close()
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -205,6 +206,7 @@ class Index:
         self._location: str | Path | None = None  # where it was opened, to open a newer generation
         self._settings: IndexSettings | None = None
         self.principal: Principal | None = None  # None: the local user, who reads every document
+        self._on_denied: Callable[[str], None] | None = None
 
     @classmethod
     def open(
@@ -359,12 +361,17 @@ class Index:
         principal = self.principal
         return documents if principal is None else [d for d in documents if principal.may_read(d.metadata)]
 
-    def as_principal(self, principal: Principal | None) -> Index:
+    def as_principal(self, principal: Principal | None, on_denied: Callable[[str], None] | None = None) -> Index:
         """This index as ``principal`` sees it (None: the local user, every document): every operation of the
         view — searches, reads, counts, listings, outlines, tables — sees only the documents the principal may read
-        (:mod:`arag.principals`), restricted before any scoring. The view shares the index's generations."""
+        (:mod:`arag.principals`), restricted before any scoring. The view shares the index's generations.
+        A view of a view reads only what both principals may (``arag --as hr serve``: a token's groups within hr's).
+        ``on_denied(doc_id)`` hears of each document the view was asked for by name and may not read (the server's
+        audit log records these); the view answers as though it did not exist."""
+        if self.principal is not None:  # a view of a view reads what both may: a view never widens
+            principal = self.principal if principal is None else dataclasses.replace(principal, within=self.principal)
         view = copy.copy(self)
-        view.principal = principal
+        view.principal, view._on_denied = principal, on_denied
         return view
 
     def _may_read(self, doc_id: str) -> bool:
@@ -504,6 +511,20 @@ class Index:
         allowed = self.scope(None)
         return self.store.n_chunks if allowed is None else sum(end - begin for begin, end in allowed.rows)
 
+    @_one_generation
+    def described(self) -> dict[str, Any]:
+        """The manifest (``arag info``, ``/api/info``) with the counts of this generation and the metadata fields a
+        filter can use; for a principal, counted over the documents it may read, without the files' sizes (they
+        would tell the size of what it may not read)."""
+        manifest = asdict(self.manifest)
+        counted = {"documents": len(self.documents()), "chunks": self.chunk_count()}
+        if self.principal is None:  # PostgreSQL's manifest holds the counts of its first build: these are now's
+            manifest["counts"] = {**manifest["counts"], **counted, "sentences": self.store.n_sentences}
+        else:
+            manifest["counts"], manifest["files"] = counted, {}
+        manifest["metadata_fields"] = self.metadata_fields()
+        return manifest
+
     def iter_chunks(self) -> Iterator[ChunkRecord]:
         """Every chunk the principal may read, in document order (one store's iteration: PostgreSQL reads it from
         one snapshot)."""
@@ -619,6 +640,9 @@ class Index:
         ]
         shown = {record.chunk_id for record in found}
         missing = [c for c in dict.fromkeys(chunk_ids) if c not in shown]
+        if self._on_denied is not None:  # a chunk that exists, of a document the principal may not read
+            for doc_id in {records[rows[c]].doc_id for c in missing if c in rows}:
+                self._may_read(doc_id)
         return found, missing
 
     # ------------------------------------------------------------------ tables as data
@@ -697,9 +721,16 @@ class Index:
         owner = section_number(reference)
         if owner and owner[0] in ids:
             return owner[0]
+        if self.principal is not None and self._on_denied is not None:  # named by id, and not the principal's
+            named = owner[0] if owner else reference
+            if self._generation().documents()[1].get(named) is not None:
+                self._on_denied(named)
+                return None
         rows = self.store.rows_for_ids([reference]) if reference and not never_stored(reference) else {}
         if rows:
             owner_id = self.store.chunks(rows.values())[rows[reference]].doc_id
+            if owner_id not in ids:
+                self._may_read(owner_id)  # a chunk id of a document it may not read: a denial
             return owner_id if owner_id in ids else None
         wanted = reference.casefold().replace("\\", "/")
         for matches in (
@@ -726,8 +757,11 @@ class Index:
         """One document's record (with its metadata), when the principal may read it."""
         with self.snapshot():
             document = self._generation().documents()[1].get(doc_id)
-        readable = document is not None and (self.principal is None or self.principal.may_read(document.metadata))
-        return document if readable else None
+        if document is None or self.principal is None or self.principal.may_read(document.metadata):
+            return document
+        if self._on_denied is not None:
+            self._on_denied(doc_id)
+        return None
 
     def close(self) -> None:
         with self._lock:

@@ -31,6 +31,7 @@ class Principal:
 
     name: str
     groups: frozenset[str] = field(default_factory=frozenset)
+    within: Principal | None = None  # a reader this one is narrowed to too (a view of a view): both must allow
 
     @classmethod
     def of(cls, name: str, groups: Iterable[str]) -> Principal:
@@ -44,7 +45,8 @@ class Principal:
     def may_read(self, metadata: dict[str, Any] | None) -> bool:
         """Whether a document with this metadata is one it may read."""
         groups = access_groups(metadata)
-        return groups is None or not self.groups.isdisjoint(groups)
+        allowed = groups is None or not self.groups.isdisjoint(groups)
+        return allowed and (self.within is None or self.within.may_read(metadata))
 
 
 def access_groups(metadata: dict[str, Any] | None) -> list[str] | None:

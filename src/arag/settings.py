@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from arag.errors import ConfigError
@@ -277,6 +277,41 @@ class EvalSettings(BaseModel):
     )
 
 
+class JWTSettings(BaseModel):
+    """Bearer JWTs from an identity provider, verified offline against its public keys (a JWKS file): the token's
+    subject is the caller's name and its group claim the groups whose documents it reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jwks_file: Path | None = Field(
+        None, description="The provider's public keys (JSON Web Key Set), read from this file; no network at run "
+        "time. Unset: JWTs are refused (only a-rag tokens are accepted)."
+    )  # fmt: skip
+    issuer: str | None = Field(None, description="The `iss` every JWT must carry (unset: not checked).")
+    audience: str | None = Field(None, description="The `aud` every JWT must carry (unset: a JWT with one is refused).")
+    algorithms: list[str] = Field(
+        default_factory=lambda: ["RS256", "ES256", "EdDSA"],
+        description="Signature algorithms accepted (public-key ones only: HS* and none are refused).",
+    )
+    group_claim: str = Field("groups", min_length=1, description="The claim listing the caller's groups.")
+    name_claim: str = Field("sub", min_length=1, description="The claim naming the caller (audit log, conversations).")
+    scope: Literal["read", "ask"] = Field(
+        "ask", description="What a JWT may do (read: search and read; ask: also questions)."
+    )
+    indexes: list[str] = Field(
+        default_factory=list, description="The indexes a JWT may use (empty: every index served)."
+    )
+    leeway_s: float = Field(30.0, ge=0, le=600, description="Clock skew allowed on exp and nbf, seconds.")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _public_key_algorithms(cls, value: list[str]) -> list[str]:
+        refused = [a for a in value if a.upper().startswith("HS") or a.lower() == "none"]
+        if refused or not value:
+            raise ValueError(f"only public-key algorithms (RS*, PS*, ES*, EdDSA), not {refused or 'none at all'}")
+        return value
+
+
 class ServerSettings(BaseModel):
     """``arag serve``: the HTTP API, the web page and MCP over HTTP."""
 
@@ -314,6 +349,7 @@ class ServerSettings(BaseModel):
     audit_questions: bool = Field(
         False, description="Also record each question's text in the audit log (never a token or an API key)."
     )
+    jwt: JWTSettings = Field(default_factory=JWTSettings, description="Bearer JWTs verified against a JWKS file.")
 
 
 class ConversationSettings(BaseModel):

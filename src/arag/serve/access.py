@@ -12,6 +12,12 @@ ask      questions (``/ask``, ``/ask/stream``) and conversations
 admin    every index, whatever the token lists, and the evaluation runs (``/api/runs``, ``/api/compare``)
 =======  ===========================================================================================
 
+A token reads the documents of its indexes that are open to everyone and those its groups may read
+(``arag token add NAME --group hr``; :mod:`arag.principals`): every route, the MCP tools and the questions see only
+those, and a document it may not read is answered as one that does not exist (the audit log records the denial).
+An admin token without groups, a token made with ``--all-documents``, ``server.token`` and a server without tokens
+read every document.
+
 A token sees only its indexes: any route of another index answers 404, exactly as an index that does not exist,
 and ``/api/indexes`` lists its own. The audit log (JSON Lines) records every request: time, token name, method,
 route (without its query string, which may hold a token), index, status and milliseconds; never a token, and
@@ -30,11 +36,14 @@ import secrets
 import tempfile
 import threading
 import time
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from arag.errors import ConfigError, InputError
+from arag.principals import Principal
+from arag.settings import JWTSettings
 
 Scope = Literal["read", "ask", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "ask", "admin")
@@ -53,12 +62,14 @@ def _digest(token: str) -> str:
 
 
 @dataclass(frozen=True)
-class Principal:
-    """Who a request comes from: a token's name, its scope and its indexes (``None``: every index)."""
+class Caller:
+    """Who a request comes from: a token's name, its scope, its indexes (``None``: every index) and the reader of
+    the documents (:class:`arag.principals.Principal`, its groups; ``None``: every document, as the local user)."""
 
     name: str
     scope: Scope
     indexes: frozenset[str] | None
+    reader: Principal | None = None
 
     def may(self, needed: Scope, index: str | None) -> bool:
         if SCOPES.index(self.scope) < SCOPES.index(needed):
@@ -69,7 +80,17 @@ class Principal:
         return self.scope == "admin" or self.indexes is None or index in self.indexes
 
 
-ANONYMOUS = Principal("-", "admin", None)  # a server without tokens (loopback only)
+ANONYMOUS = Caller("-", "admin", None)  # a server without tokens (loopback only)
+
+# the documents the current request named and may not read: set per request by the server's guard, filled by the
+# index views made for its caller (a context variable reaches the worker threads its operations run in)
+DENIALS: ContextVar[list[str] | None] = ContextVar("arag_denials", default=None)
+
+
+def record_denial(doc_id: str) -> None:
+    denied = DENIALS.get()
+    if denied is not None:
+        denied.append(doc_id)
 
 
 @dataclass
@@ -79,6 +100,13 @@ class TokenEntry:
     scope: Scope
     indexes: list[str]
     created: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    groups: list[str] = field(default_factory=list)  # the documents' groups it reads (arag.principals)
+    all_documents: bool = False  # reads every document, whatever its access (admin tokens without groups do)
+
+    def caller(self) -> Caller:
+        indexes = None if self.scope == "admin" and not self.indexes else frozenset(self.indexes)
+        everything = self.all_documents or (self.scope == "admin" and not self.groups)
+        return Caller(self.name, self.scope, indexes, None if everything else Principal.of(self.name, self.groups))
 
 
 class TokenFile:
@@ -93,12 +121,18 @@ class TokenFile:
             return []
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
-            return [TokenEntry(**entry) for entry in raw["tokens"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            entries = [TokenEntry(**entry) for entry in raw["tokens"]]
+            for entry in entries:
+                entry.caller()  # a group name that cannot be one is the file's fault, found when it is read
+            return entries
+        except (OSError, ValueError, KeyError, TypeError, InputError) as exc:
             raise ConfigError(f"the token file {self.path} cannot be read: {exc}") from None
 
-    def add(self, name: str, scope: str, indexes: list[str]) -> str:
-        """A new token (returned once, stored only as its hash)."""
+    def add(
+        self, name: str, scope: str, indexes: list[str], groups: list[str] | None = None, all_documents: bool = False
+    ) -> str:
+        """A new token (returned once, stored only as its hash) that reads the documents open to all and those of
+        ``groups`` (every document with ``all_documents``, or an admin token given no groups)."""
         if not NAME.match(name):
             raise InputError(
                 f"token name {name!r}: letters, digits, '_', '.', '-' (at most 64), a letter or digit first"
@@ -108,13 +142,17 @@ class TokenFile:
         for index in indexes:
             if not NAME.match(index):
                 raise InputError(f"index name {index!r}: letters, digits, '_', '.', '-'")
+        checked = sorted(Principal.of(name, groups or []).groups)  # PrincipalError names a bad group
+        if all_documents and checked:
+            raise InputError("a token reads every document (--all-documents) or its groups' (--group), not both")
         if not indexes and scope != "admin":
             raise InputError("name the indexes the token may use (--index NAME, repeatable); only admin sees all")
         entries = self.entries()
         if any(entry.name == name for entry in entries):
             raise InputError(f"a token named {name!r} exists; revoke it first (arag token revoke {name})")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        entries.append(TokenEntry(name, _digest(token), scope, sorted(set(indexes))))
+        entries.append(TokenEntry(name, _digest(token), scope, sorted(set(indexes)), groups=checked,
+                                  all_documents=all_documents))  # fmt: skip
         self._write(entries)
         return token
 
@@ -142,24 +180,92 @@ class TokenFile:
                 raise
 
 
+class JWTVerifier:
+    """Bearer JWTs of an identity provider (``server.jwt``), checked offline against the public keys of its JWKS
+    file (reread when it changes): the signature with an accepted public-key algorithm and the key its ``kid``
+    names, ``exp`` (required) and ``nbf`` with a leeway, ``iss`` and ``aud`` when configured. The caller is named
+    ``jwt:<name claim>`` and reads the documents of its group claim (a list, or names separated by commas)."""
+
+    def __init__(self, settings: JWTSettings) -> None:
+        if settings.jwks_file is None:
+            raise ConfigError("server.jwt.jwks_file is not set")
+        self.settings, self.path = settings, settings.jwks_file
+        self._keys: dict[str | None, Any] = {}
+        self._seen: tuple[float, int] | None = None
+        self._load()
+
+    def _load(self) -> None:
+        import jwt
+
+        stamp = _stamp(self.path)
+        if stamp is not None and stamp == self._seen:
+            return
+        try:
+            keys = jwt.PyJWKSet.from_json(self.path.read_text(encoding="utf-8")).keys
+        except (OSError, ValueError, jwt.PyJWTError) as exc:
+            if self._seen is not None:
+                return  # a file caught mid-replace: keep the keys read before
+            raise ConfigError(f"the JWKS file {self.path} cannot be read: {exc}") from None
+        self._keys = {key.key_id: key for key in keys}
+        self._seen = stamp
+
+    def caller(self, token: str) -> Caller | None:
+        """The caller a valid JWT names; None for anything else (a wrong signature, key, algorithm, issuer,
+        audience, an expired token, a group that cannot be one)."""
+        import jwt
+
+        self._load()
+        try:
+            header = jwt.get_unverified_header(token)
+            kid = header.get("kid")
+            key = (
+                self._keys.get(kid)
+                if kid is not None
+                else (next(iter(self._keys.values())) if len(self._keys) == 1 else None)
+            )
+            if key is None or header.get("alg") not in self.settings.algorithms:
+                return None
+            claims = jwt.decode(
+                token, key, algorithms=self.settings.algorithms, audience=self.settings.audience,
+                issuer=self.settings.issuer, leeway=self.settings.leeway_s, options={"require": ["exp"]},
+            )  # fmt: skip
+        except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+            return None
+        name, groups = claims.get(self.settings.name_claim), claims.get(self.settings.group_claim, [])
+        if not isinstance(name, str) or not name.strip() or not isinstance(groups, str | list):
+            return None
+        try:
+            reader = Principal.of(
+                f"jwt:{name.strip()[:128]}", groups.split(",") if isinstance(groups, str) else map(str, groups)
+            )
+        except InputError:
+            return None
+        indexes = frozenset(self.settings.indexes) if self.settings.indexes else None
+        return Caller(reader.name, self.settings.scope, indexes, reader)
+
+
 class Access:
-    """The server's check: which principal a request's token names (or None: refused)."""
+    """The server's check: which caller a request's token names (or None: refused)."""
 
     RELOAD_EVERY_S = 2.0  # a token added or revoked takes effect this soon on a running server
 
-    def __init__(self, entries: list[TokenEntry], legacy_token: str | None = None) -> None:
+    def __init__(
+        self, entries: list[TokenEntry], legacy_token: str | None = None, jwt: JWTSettings | None = None
+    ) -> None:
         self._entries = [(bytes.fromhex(entry.sha256), entry) for entry in entries]
         self._legacy = _digest(legacy_token) if legacy_token else None  # server.token: admin on every index
-        self.enabled = bool(entries) or legacy_token is not None
+        self._jwt = JWTVerifier(jwt) if jwt is not None and jwt.jwks_file is not None else None
+        self.enabled = bool(entries) or legacy_token is not None or self._jwt is not None
         self._file: TokenFile | None = None
         self._seen: tuple[float, int] | None = None  # the file's (mtime, size) when read
         self._checked = 0.0
 
     @classmethod
-    def load(cls, tokens_file: Path | None, legacy_token: str | None) -> Access:
-        """From the token file, reread when it changes (so a server with tokens stays one that needs them)."""
+    def load(cls, tokens_file: Path | None, legacy_token: str | None, jwt: JWTSettings | None = None) -> Access:
+        """From the token file, reread when it changes (so a server with tokens stays one that needs them), and
+        the JWT settings (``server.jwt``: its JWKS file, when set)."""
         file = TokenFile(tokens_file) if tokens_file else None
-        access = cls(file.entries() if file else [], legacy_token)
+        access = cls(file.entries() if file else [], legacy_token, jwt)
         access._file, access._seen = file, _stamp(tokens_file)
         access.enabled = access.enabled or (file is not None and file.path.exists())
         return access
@@ -179,11 +285,11 @@ class Access:
             self._seen = stamp
             self.enabled = True
 
-    def principal(self, offered: list[str]) -> Principal | None:
+    def caller(self, offered: list[str]) -> Caller | None:
         self._reload()
         if not self.enabled:
             return ANONYMOUS
-        found: Principal | None = None
+        found: Caller | None = None
         for token in offered[:4]:
             if not token or len(token) > MAX_OFFERED:
                 continue
@@ -191,10 +297,11 @@ class Access:
             # every stored hash is compared (no early exit), each in constant time
             for stored, entry in self._entries:
                 if hmac.compare_digest(digest, stored) and found is None:
-                    indexes = None if entry.scope == "admin" and not entry.indexes else frozenset(entry.indexes)
-                    found = Principal(entry.name, entry.scope, indexes)
+                    found = entry.caller()
             if self._legacy is not None and hmac.compare_digest(digest, bytes.fromhex(self._legacy)) and not found:
-                found = Principal("server-token", "admin", None)
+                found = Caller("server-token", "admin", None)
+            if found is None and self._jwt is not None and token.count(".") == 2 and not token.startswith(TOKEN_PREFIX):
+                found = self._jwt.caller(token)
         return found
 
 
@@ -226,7 +333,7 @@ def route_of(path: str, default_index: str) -> Route:
     if parts[:1] == ["api"] and len(parts) > 1:
         if parts[1] in ("runs", "compare"):
             return Route("admin", None)
-        if parts[1] == "docs":
+        if parts[1] in ("docs", "me"):
             return Route("read", None)
         return Route(_scope_of(parts[1:]), default_index)
     return Route("read", None)  # the page and its static files

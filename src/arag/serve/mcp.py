@@ -21,6 +21,7 @@ from mcp.server.stdio import stdio_server
 
 from arag.index import Index
 from arag.jsonsafe import clean_json_value, json_depth, loads_bounded
+from arag.serve.access import record_denial
 from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from arag.tools.view import CLIENT_VIEW
@@ -57,12 +58,17 @@ def build_server(toolkit_for: Callable[[Any], Toolkit]) -> Server:
 
 
 def per_session_toolkits(index: Index) -> Callable[[Any], Toolkit]:
-    """One toolkit per MCP session over HTTP, by the session id the transport assigns (``mcp-session-id``)."""
+    """One toolkit per MCP session over HTTP, by the session id the transport assigns (``mcp-session-id``), over
+    the index as the request's token reads it (arag.serve.access: the server's guard names the caller)."""
     sessions = ToolkitSessions(index, view=CLIENT_VIEW)
 
     def toolkit_for(ctx: Any) -> Toolkit:
         request = getattr(ctx, "request", None)
-        return sessions.get(request.headers.get("mcp-session-id") if request is not None else None)
+        if request is None:
+            return sessions.get(None)
+        reader = getattr(request.scope.get("arag.caller"), "reader", None)
+        view = index if reader is None else index.as_principal(reader, record_denial)
+        return sessions.get(request.headers.get("mcp-session-id"), view)
 
     return toolkit_for
 

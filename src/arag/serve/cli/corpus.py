@@ -230,20 +230,11 @@ def info(
 ) -> None:
     """Print the index manifest and the metadata fields its filters (--where) can use; with --verify, check every
     file's checksum."""
-    from dataclasses import asdict
-
     from arag.store import is_database_url
 
     index = open_index(index_dir)
     if not verify:
-        manifest = asdict(index.manifest)
-        if is_database_url(index_dir):
-            manifest["counts"] = {
-                "documents": len(index.store.documents()),
-                "chunks": index.store.n_chunks,
-                "sentences": index.store.n_sentences,
-            }
-        manifest["metadata_fields"] = index.metadata_fields()  # what /api/info lists too
+        manifest = index.described()  # what /api/info shows; with --as, only what those groups may read
         index.close()
         print_json(manifest)
         return

@@ -145,29 +145,46 @@ def token_add(
     scope: Annotated[
         str, typer.Option(help="read (search, read, MCP), ask (and questions), admin (and runs).")
     ] = "read",
+    groups: Annotated[
+        list[str] | None,
+        typer.Option("--group", help="A group whose documents it reads besides the open ones (repeat)."),
+    ] = None,
+    all_documents: Annotated[
+        bool, typer.Option("--all-documents", help="It reads every document, whatever its access (admin: the default).")
+    ] = False,
     file: TokensFileOpt = None,
 ) -> None:
-    """Create a token; it is printed once and stored only as its SHA-256."""
+    """Create a token; it is printed once and stored only as its SHA-256. It reads the documents open to everyone
+    and those of its groups (documents' ``access``: docs/usage.md)."""
     tokens = _token_file(file)
-    token = tokens.add(name, scope, indexes or [])
-    say("token", f"{name} ({scope}; {', '.join(indexes or []) or 'every index'}) added to {tokens.path}")
+    token = tokens.add(name, scope, indexes or [], groups or [], all_documents)
+    entry = next(e for e in tokens.entries() if e.name == name)
+    reads = "every document" if entry.caller().reader is None else _reads(entry.groups)
+    say("token", f"{name} ({scope}; {', '.join(indexes or []) or 'every index'}; {reads}) added to {tokens.path}")
     print(token)
+
+
+def _reads(groups: list[str]) -> str:
+    return f"the open documents and those of {', '.join(groups)}" if groups else "the open documents only"
 
 
 @token_app.command("list")
 def token_list(file: TokensFileOpt = None, as_json: JsonOpt = False) -> None:
-    """The tokens: name, scope, indexes, when created (never the token)."""
+    """The tokens: name, scope, indexes, the groups whose documents it reads (* every document, - open ones only),
+    when created (never the token)."""
     entries = [
-        {"name": e.name, "scope": e.scope, "indexes": e.indexes, "created": e.created}
+        {"name": e.name, "scope": e.scope, "indexes": e.indexes, "created": e.created,
+         "groups": None if e.caller().reader is None else e.groups}  # None: reads every document
         for e in _token_file(file).entries()
-    ]
+    ]  # fmt: skip
     if as_json:
         print_json(entries)
         return
     if not entries:
         say("", "no tokens")
     for entry in entries:
-        print(f"{entry['name']}\t{entry['scope']}\t{','.join(entry['indexes']) or '*'}\t{entry['created']}")
+        groups = "*" if entry["groups"] is None else ",".join(entry["groups"]) or "-"
+        print(f"{entry['name']}\t{entry['scope']}\t{','.join(entry['indexes']) or '*'}\t{groups}\t{entry['created']}")
 
 
 @token_app.command("revoke")

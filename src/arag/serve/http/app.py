@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -17,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from arag.errors import ConfigError
 from arag.index import Index
-from arag.serve.access import ANONYMOUS, NAME, Access, AuditLog, Principal
+from arag.serve.access import ANONYMOUS, NAME, Access, AuditLog, Caller
 from arag.serve.http import conversations, documents, embeddings, page, questions, retrieval, runs, tables
 from arag.serve.http.guard import Guard
 from arag.serve.http.served import Agents, ServedIndex
@@ -68,16 +69,7 @@ def create_app(
     for name, served in indexes.items():
         mcp_managers.append(_include_index(app, name, ServedIndex(served, agents), default=name == default_name))
 
-    @app.get("/api/indexes")
-    async def list_indexes(request: Request) -> list[dict[str, Any]]:
-        """The indexes this token may use (all, without tokens), the default one first."""
-        principal: Principal = request.scope.get("arag.principal", ANONYMOUS)
-        return [
-            {"name": name, "default": name == default_name, "documents": served.manifest.counts.get("documents")}
-            for name, served in indexes.items()
-            if principal.sees(name)
-        ]
-
+    app.include_router(_caller_router(indexes, default_name))
     app.include_router(runs.router(runs_dir))
     app.include_router(page.router())
     server_settings = settings.server
@@ -87,7 +79,7 @@ def create_app(
         app.add_middleware(
             CORSMiddleware, allow_origins=server_settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
         )
-    access = access or Access([], server_settings.token)
+    access = access or Access([], server_settings.token, server_settings.jwt)
     app.add_middleware(
         Guard,
         access=access,
@@ -97,6 +89,49 @@ def create_app(
         read_timeout_s=server_settings.read_timeout_s,
     )
     return app
+
+
+def _caller_router(indexes: dict[str, Index], default_name: str) -> Any:
+    """``/api/indexes`` (the indexes a token may use, with the documents it reads in each) and ``/api/me``."""
+    from fastapi import APIRouter
+
+    router = APIRouter()
+
+    @router.get("/api/indexes")
+    async def list_indexes(request: Request) -> list[dict[str, Any]]:
+        """The indexes this token may use (all, without tokens), the default one first."""
+        caller: Caller = request.scope.get("arag.caller", ANONYMOUS)
+
+        def listed() -> list[dict[str, Any]]:
+            return [
+                {"name": name, "default": name == default_name, "documents": _documents_read(served, caller)}
+                for name, served in indexes.items()
+                if caller.sees(name)
+            ]
+
+        return await anyio.to_thread.run_sync(listed)
+
+    @router.get("/api/me")
+    async def me(request: Request) -> dict[str, Any]:
+        """Who this request's token is: its name, scope, indexes and the groups whose documents it reads (``null``:
+        every document). The web page shows it."""
+        caller: Caller = request.scope.get("arag.caller", ANONYMOUS)
+        reader = caller.reader
+        return {
+            "name": caller.name,
+            "scope": caller.scope,
+            "indexes": None if caller.indexes is None else sorted(caller.indexes),
+            "groups": None if reader is None else sorted(reader.groups),
+        }
+
+    return router
+
+
+def _documents_read(index: Index, caller: Caller) -> int | None:
+    """How many documents of the index the caller may read (every one: the manifest's count)."""
+    if caller.reader is None:
+        return index.manifest.counts.get("documents")
+    return len(index.as_principal(caller.reader).documents())
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
@@ -155,11 +190,14 @@ def serve(indexes: Index | Mapping[str, Index], settings: Settings, runs_dir: Pa
     from arag.serve.access import default_tokens_file
 
     server_settings = settings.server
-    access = Access.load(server_settings.tokens_file or default_tokens_file(), server_settings.token)
+    access = Access.load(
+        server_settings.tokens_file or default_tokens_file(), server_settings.token, server_settings.jwt
+    )
     if server_settings.host not in LOOPBACK and not access.enabled:
         raise ConfigError(
             f"binding {server_settings.host} exposes the index beyond this machine: set a token (--token or "
-            "ARAG_SERVER__TOKEN, at least 16 characters) or create scoped ones (arag token add)"
+            "ARAG_SERVER__TOKEN, at least 16 characters), create scoped ones (arag token add) or accept JWTs "
+            "(server.jwt.jwks_file)"
         )
     audit = AuditLog(server_settings.audit_log, server_settings.audit_questions) if server_settings.audit_log else None
     app = create_app(indexes, settings, runs_dir, access=access, audit=audit)

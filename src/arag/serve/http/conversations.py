@@ -76,9 +76,13 @@ class Conversations:
 
 
 def _owner(request: Request) -> str:
-    """Who a request comes from (arag.serve.access): the token's name; "" without tokens (everyone is one)."""
-    principal = request.scope.get("arag.principal")
-    return getattr(principal, "name", "") or ""
+    """Who a request comes from (arag.serve.access): the token's name and the groups it reads ("" without tokens:
+    everyone is one), so that a token re-made under the same name with other groups does not inherit the
+    conversations, and the documents, of the one before."""
+    caller = request.scope.get("arag.caller")
+    reader = getattr(caller, "reader", None)
+    groups = "*" if reader is None else ",".join(sorted(reader.groups))
+    return f"{getattr(caller, 'name', '') or ''}|{groups}" if caller is not None else ""
 
 
 def router(served: ServedIndex) -> APIRouter:
@@ -105,7 +109,7 @@ def router(served: ServedIndex) -> APIRouter:
         Conversations). Returns its id, to send with each question; it expires when idle."""
         body = body or NewConversation()
         scope = where(body.where)
-        agent = await served.bounded(served.new_agent, body.max_steps)
+        agent = await served.bounded(served.new_agent, served.view(request), body.max_steps)
         conversation = Conversation(agent, served.settings.conversation.max_tokens, scope)
         return conversation_view(conversations.add(conversation, _owner(request)), conversation)
 

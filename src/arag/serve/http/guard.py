@@ -13,7 +13,7 @@ from fastapi import HTTPException
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from arag.serve.access import Access, AuditLog, Principal, route_of
+from arag.serve.access import DENIALS, Access, AuditLog, Caller, route_of
 
 
 class Guard:
@@ -42,9 +42,10 @@ class Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         route = route_of(scope.get("path", ""), self.default_index)
         offered = _offered_tokens(scope, headers)
-        principal = self.access.principal(offered)
+        caller = self.access.caller(offered)
         status = [0]
         question: list[str] = []
+        denied: list[str] = []  # the routes add the documents a request named and may not read
         logged = [False]
 
         def log() -> None:
@@ -53,7 +54,7 @@ class Guard:
             logged[0] = True
             entry = {
                 "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
-                "token": principal.name if principal else None,
+                "token": caller.name if caller else None,
                 "method": scope.get("method"),
                 "route": scope.get("path", "")[:512],  # never the query string: it may carry a token
                 "index": route.index,
@@ -62,6 +63,8 @@ class Guard:
             }
             if question and question[0]:
                 entry["question"] = question[0]
+            if denied:  # documents named that this token may not read (answered as not found)
+                entry["denied"] = sorted(set(denied))[:20]
             self.audit.write(entry)
 
         async def logged_send(message: Any) -> None:
@@ -72,13 +75,14 @@ class Guard:
             await send(message)
 
         try:
-            refusal = self._refusal(principal, route)
+            refusal = self._refusal(caller, route)
             if refusal is not None:
                 await JSONResponse({"detail": refusal[1]}, refusal[0])(scope, receive, logged_send)
                 return
-            scope["arag.principal"] = principal
+            scope["arag.caller"] = caller
+            DENIALS.set(denied)  # this request's task and the worker threads it starts
             # for what runs on after the reply began (an event stream, a long question): is the token still good?
-            scope["arag.still_allowed"] = lambda: self._refusal(self.access.principal(offered), route) is None
+            scope["arag.still_allowed"] = lambda: self._refusal(self.access.caller(offered), route) is None
             length = headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
                 detail = {"detail": f"request body larger than {self.max_body} bytes"}
@@ -113,13 +117,13 @@ class Guard:
         finally:
             log()  # a request that ended without a complete response (an error, a client gone) is logged too
 
-    def _refusal(self, principal: Principal | None, route: Any) -> tuple[int, str] | None:
-        if principal is None:
+    def _refusal(self, caller: Caller | None, route: Any) -> tuple[int, str] | None:
+        if caller is None:
             return 401, "missing or wrong token"
-        if route.index is not None and not principal.sees(route.index):
+        if route.index is not None and not caller.sees(route.index):
             return 404, "Not Found"  # the same answer as for an index that does not exist
-        if not principal.may(route.scope, route.index):
-            return 403, f"this token's scope ({principal.scope}) does not allow this ({route.scope} needed)"
+        if not caller.may(route.scope, route.index):
+            return 403, f"this token's scope ({caller.scope}) does not allow this ({route.scope} needed)"
         return None
 
 

@@ -29,7 +29,7 @@ def router(served: ServedIndex) -> APIRouter:
             return busy()
         try:
             scope = where(body.where)
-            agent = await anyio.to_thread.run_sync(served.new_agent, body.max_steps)
+            agent = await anyio.to_thread.run_sync(served.new_agent, served.view(request), body.max_steps)
             agent.trace_parent = parent_from(request.headers)  # the caller's traceparent, if any
             result = await until_the_client_leaves(request, agent, lambda: agent.run(question, scope))
         except ARagError as exc:
@@ -94,16 +94,17 @@ def ask_events(
     if not served.agents.asks.acquire(blocking=False):
         return busy()
     stop = threading.Event()
+    view = served.view(request)
 
     async def events() -> AsyncIterator[bytes]:
         try:
             try:
-                agent = None if conversation else await anyio.to_thread.run_sync(served.new_agent, max_steps)
+                agent = None if conversation else await anyio.to_thread.run_sync(served.new_agent, view, max_steps)
                 (agent or conversation.agent).trace_parent = parent_from(request.headers)  # type: ignore[union-attr]
             except ARagError as exc:
                 yield sse("error", {"message": str(exc)})
                 return
-            iterator = stream(served.index, question, agent=agent, stop=stop, where=scope, conversation=conversation)
+            iterator = stream(view, question, agent=agent, stop=stop, where=scope, conversation=conversation)
             allowed = still_allowed(request)
             while True:
                 event = await anyio.to_thread.run_sync(next, iterator, None)

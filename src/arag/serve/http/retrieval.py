@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from dataclasses import asdict
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -27,37 +25,37 @@ MAX_SESSIONS = 1024  # HTTP tool sessions kept (least recently used forgotten)
 def router(served: ServedIndex) -> APIRouter:
     """The routes of one index's retrieval."""
     router = APIRouter()
-    index = served.index
-    sessions = ToolkitSessions(index, keep=MAX_SESSIONS, view=CLIENT_VIEW)
+    sessions = ToolkitSessions(served.index, keep=MAX_SESSIONS, view=CLIENT_VIEW)
 
     @router.get("/info")
-    async def info() -> dict[str, Any]:
-        """The index manifest, as ``arag info`` prints it, and the metadata fields a filter can use."""
-        fields = await anyio.to_thread.run_sync(index.metadata_fields)
-        return {**asdict(index.manifest), "metadata_fields": fields}
+    async def info(request: Request) -> dict[str, Any]:
+        """The index manifest, as ``arag info`` prints it, and the metadata fields a filter can use (for a token
+        that reads some documents only, counted over those)."""
+        return await served.bounded(served.view(request).described)
 
     @router.post("/search/keyword")
-    async def keyword(body: KeywordQuery) -> list[dict[str, Any]]:
+    async def keyword(body: KeywordQuery, request: Request) -> list[dict[str, Any]]:
         keywords = [k for k in body.keywords if k.strip()]
         if not keywords:
             raise HTTPException(422, "the keyword list is empty")
+        index = served.view(request)
         hits = await served.bounded(index.keyword_search, keywords, body.top_k, where(body.where))
         return [h.to_dict() for h in hits]
 
     @router.post("/search/semantic")
-    async def semantic(body: SemanticQuery) -> list[dict[str, Any]]:
+    async def semantic(body: SemanticQuery, request: Request) -> list[dict[str, Any]]:
         if not body.query.strip():
             raise HTTPException(422, "the query is empty")
-        scope = where(body.where)
+        scope, index = where(body.where), served.view(request)
         hits = await served.bounded(lambda: index.semantic_search(body.query, body.top_k, where=scope))
         return [h.to_dict() for h in hits]
 
     @router.post("/read")
-    async def read(body: ReadQuery) -> JSONResponse:
+    async def read(body: ReadQuery, request: Request) -> JSONResponse:
         """The chunks found, as ``arag read --json`` prints them (with where each comes from); ids not found (or
         outside the filter) are listed in the ``X-Missing-Chunk-Ids`` header (JSON), as the CLI lists them on
         stderr."""
-        scope = where(body.where)
+        scope, index = where(body.where), served.view(request)
 
         def read_located() -> tuple[list[dict[str, Any]], list[str]]:
             found, missing = index.read(body.chunk_ids, scope)
@@ -76,15 +74,19 @@ def router(served: ServedIndex) -> APIRouter:
         """A tool as the model sees it — its observation text — with the context tracker of this HTTP session:
         send back the ``X-Session-Id`` the first reply carries, and a chunk already read returns a notice."""
         session_id = request.headers.get("x-session-id", "")[:64] or secrets.token_urlsafe(16)
-        result = await served.bounded(sessions.get(session_id).call, name[:64], arguments)
+        toolkit = sessions.get(session_id, served.view(request))
+        result = await served.bounded(toolkit.call, name[:64], arguments)
         body = {"tool": result.name, "ok": result.ok, "observation": result.observation,
                 "retrieved_tokens": result.retrieved_tokens, "chunk_ids": result.chunk_ids}  # fmt: skip
         return JSONResponse(body, headers={"X-Session-Id": session_id})
 
     @router.get("/chunks/{chunk_id:path}")
-    async def chunk(chunk_id: str, claim: str | None = Query(None, max_length=MAX_QUERY_CHARS)) -> dict[str, Any]:
+    async def chunk(
+        chunk_id: str, request: Request, claim: str | None = Query(None, max_length=MAX_QUERY_CHARS)
+    ) -> dict[str, Any]:
         """A chunk, where it comes from, and (with ``claim``) its sentence that best supports the claim: the web
         page opens a citation with that sentence highlighted."""
+        index = served.view(request)
         found, _ = await served.bounded(index.read, [chunk_id[:MAX_QUERY_CHARS]])
         if not found:
             raise HTTPException(404, f"no chunk {chunk_id!r}")
@@ -92,7 +94,10 @@ def router(served: ServedIndex) -> APIRouter:
         return {**_chunk_dict(index, found[0]), "source": source.to_dict()}
 
     @router.get("/export")
-    async def export() -> StreamingResponse:
+    async def export(request: Request) -> StreamingResponse:
+        """Every chunk this token may read (JSON Lines: chunk_id, doc_id, text), from one snapshot of the index."""
+        index = served.view(request)
+
         def lines() -> Iterator[bytes]:
             for record in index.iter_chunks():
                 row = {"chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text}

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from fastapi import HTTPException
+from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from arag.errors import ARagError
 from arag.filters import Filter, FilterError, parse_filter
 from arag.index import Index
+from arag.serve.access import record_denial
 from arag.settings import Settings
 
 
@@ -60,8 +61,16 @@ class ServedIndex:
     def settings(self) -> Settings:
         return self.agents.settings
 
-    def new_agent(self, max_steps: int | None) -> Any:
-        return self.agents.new(self.index, max_steps)
+    def view(self, request: Request) -> Index:
+        """The index as the request's token reads it (arag.serve.access: its groups' documents and the open ones;
+        every document for a token that reads all): every route and tool of the request runs on this view, and the
+        documents it is refused by name go to the request's audit line."""
+        reader = getattr(request.scope.get("arag.caller"), "reader", None)
+        return self.index if reader is None else self.index.as_principal(reader, record_denial)
+
+    def new_agent(self, index: Index, max_steps: int | None) -> Any:
+        """An agent for one question on ``index`` (the request's view)."""
+        return self.agents.new(index, max_steps)
 
     async def bounded(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` in a worker thread, on one generation of the index (whatever a sync commits

@@ -350,3 +350,9 @@ $("compare-button").addEventListener("click", async () => {
 api("/api/info").then((m) => {
   $("index-info").textContent = `${m.counts.documents} documents, ${m.counts.chunks} chunks · ${m.embedder.name} · built by a-rag ${m.arag_version}`;
 }).catch((error) => { $("index-info").textContent = error.message; });
+// who this token is and which documents it reads (a server without tokens: the local user, nothing to show)
+api("/api/me").then((me) => {
+  if (me.name === "-") return;
+  const reads = me.groups === null ? "every document" : me.groups.length ? `the open documents and those of ${me.groups.join(", ")}` : "the open documents";
+  $("who").textContent = `· ${me.name} reads ${reads}`;
+}).catch(() => {});
