@@ -16,6 +16,7 @@ import functools
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -144,6 +145,9 @@ def _one_generation(method: _Method) -> _Method:
     return pinned  # type: ignore[return-value]
 
 
+READERS_KEPT = 256  # principals whose readable documents a generation keeps worked out
+
+
 class _Generation:
     """One generation of the index as a store serves it, with what is read of it once (its documents and their
     metadata, its titles): a new generation gets its own."""
@@ -156,6 +160,8 @@ class _Generation:
         self._documents: list[DocumentRecord] | None = None
         self._by_id: dict[str, DocumentRecord] = {}
         self._titles: dict[str, list[tuple[str, ...]]] | None = None  # first word → titles as words
+        # what each recent principal reads of it: its documents and their chunk rows (a server's readers repeat)
+        self._readable: OrderedDict[Principal, tuple[list[DocumentRecord], Scope]] = OrderedDict()
 
     def documents(self) -> tuple[list[DocumentRecord], dict[str, DocumentRecord]]:
         with self.lock:
@@ -163,6 +169,25 @@ class _Generation:
                 self._documents = self.store.documents()
                 self._by_id = {document.doc_id: document for document in self._documents}
             return self._documents, self._by_id
+
+    def readable(self, principal: Principal) -> tuple[list[DocumentRecord], Scope]:
+        """The documents ``principal`` may read and their chunk rows, worked out once per generation and principal
+        (the most recent ``READERS_KEPT``)."""
+        with self.lock:
+            found = self._readable.get(principal)
+            if found is not None:
+                self._readable.move_to_end(principal)
+                return found
+        documents = [d for d in self.documents()[0] if principal.may_read(d.metadata)]
+        rows = self.store.doc_chunk_rows()
+        scope = Scope(
+            frozenset(d.doc_id for d in documents), tuple(rows[d.doc_id] for d in documents if d.doc_id in rows)
+        )
+        with self.lock:
+            self._readable[principal] = (documents, scope)
+            while len(self._readable) > READERS_KEPT:
+                self._readable.popitem(last=False)
+        return documents, scope
 
     def titles(self) -> dict[str, list[tuple[str, ...]]]:
         documents, _ = self.documents()
@@ -357,9 +382,8 @@ class Index:
     def documents(self) -> list[DocumentRecord]:
         """Every document with its metadata (read once per generation) that the principal may read."""
         with self.snapshot():
-            documents = self._generation().documents()[0]
-        principal = self.principal
-        return documents if principal is None else [d for d in documents if principal.may_read(d.metadata)]
+            generation = self._generation()
+            return generation.documents()[0] if self.principal is None else generation.readable(self.principal)[0]
 
     def as_principal(self, principal: Principal | None, on_denied: Callable[[str], None] | None = None) -> Index:
         """This index as ``principal`` sees it (None: the local user, every document): every operation of the
@@ -424,9 +448,9 @@ class Index:
     def scope(self, where: Filter | None) -> Scope | None:
         """The documents ``where`` lets through, of those the principal may read (None: no filter and the local
         user, every document)."""
-        if where is None and self.principal is None:
-            return None
-        matching = [d.doc_id for d in self.documents() if where is None or where.matches(d.metadata)]
+        if where is None:
+            return None if self.principal is None else self._generation().readable(self.principal)[1]
+        matching = [d.doc_id for d in self.documents() if where.matches(d.metadata)]
         rows = self.store.doc_chunk_rows()
         return Scope(frozenset(matching), tuple(rows[d] for d in matching if d in rows))
 
