@@ -209,12 +209,15 @@ def test_a_document_refused_by_name_is_missing_and_the_audit_log_records_it(tmp_
             assert client.get("/documents/section", params={"section_id": "doc1#s1"}).status_code == 404
             found = client.post("/search/keyword", json={"keywords": ["salary"]}).json()
             assert [hit["chunk_id"] for hit in found] == ["doc0#0"]
+            over_mcp = _mcp_calls(f"{team.server.url}/api/indexes/all/mcp/", team.tokens["all"], ["doc1#0"])
+            assert "not found" in over_mcp[1] and "salary" not in over_mcp[1]
             me = httpx.get(f"{team.server.url}/api/me", headers=client.headers).json()
             assert me == {"name": "reader", "scope": "ask", "indexes": ["all"], "groups": ["finance"]}
     finally:
         team.close()
     lines = [json.loads(line) for line in team.audit_path.read_text().splitlines()]
-    denied = {line["route"]: line.get("denied") for line in lines}
+    denied = {line["route"]: line.get("denied") for line in lines if "mcp" not in line["route"]}
+    assert [line["denied"] for line in lines if "mcp" in line["route"] and "denied" in line] == [["doc1"]]
     assert denied["/api/indexes/all/read"] == ["doc1"]
     assert denied["/api/indexes/all/chunks/doc1#0"] == ["doc1"]
     assert denied["/api/indexes/all/tools/chunk_read"] == ["doc1"]

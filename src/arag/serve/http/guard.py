@@ -79,7 +79,7 @@ class Guard:
             if refusal is not None:
                 await JSONResponse({"detail": refusal[1]}, refusal[0])(scope, receive, logged_send)
                 return
-            scope["arag.caller"] = caller
+            scope["arag.caller"], scope["arag.denied"] = caller, denied  # MCP's calls run in another task: the scope
             DENIALS.set(denied)  # this request's task and the worker threads it starts
             # for what runs on after the reply began (an event stream, a long question): is the token still good?
             scope["arag.still_allowed"] = lambda: self._refusal(self.access.caller(offered), route) is None
