@@ -13,6 +13,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import itertools
 import re
 import threading
 import time
@@ -297,8 +298,20 @@ class Index:
     def consistent(self) -> Iterator[Store]:
         """Like :meth:`snapshot`, and every read inside sees one committed state of the store too (PostgreSQL:
         one read-only transaction, holding a connection: for an operation or a tool call, not for a question)."""
-        with self.snapshot() as store, store.consistent():
+        with self.snapshot() as store, store.reading_as(self._reader_groups()), store.consistent():
             yield store
+
+    def _reader_groups(self) -> frozenset[str] | None:
+        """The groups the store is told this view reads as (None: every document): every group of the principal and
+        of those it is narrowed to, so the store's own restriction never hides what a-rag's filter shows."""
+        groups: set[str] = set()
+        principal = self.principal
+        if principal is None:
+            return None
+        while principal is not None:
+            groups |= principal.groups
+            principal = principal.within
+        return frozenset(groups)
 
     def _generation(self) -> _Generation:
         return getattr(self._pinned, "generation", None) or self._shared.current
@@ -553,7 +566,11 @@ class Index:
         """Every chunk the principal may read, in document order (one store's iteration: PostgreSQL reads it from
         one snapshot)."""
         allowed = self.scope(None)
-        for record in self.store.iter_chunks():
+        store = self.store
+        records = store.iter_chunks()
+        with store.reading_as(self._reader_groups()):  # the store borrows its connection, as this reader, now
+            first = next(records, None)
+        for record in itertools.chain([first] if first is not None else [], records):
             if allowed is None or record.doc_id in allowed.doc_ids:
                 yield record
 

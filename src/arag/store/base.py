@@ -176,6 +176,11 @@ class Store(Protocol):
         read-only transaction; the embedded store: always so). Held for one operation, not for a question."""
         ...
 
+    def reading_as(self, groups: frozenset[str] | None) -> AbstractContextManager[None]:
+        """A block whose reads are a reader of ``groups`` (None: every document). a-rag filters above the store
+        for every store; PostgreSQL's row-level security holds a serving role to them as well."""
+        ...
+
     def latest_generation(self) -> int:
         """The index's generation now: newer than ``manifest.generation`` once another one was committed since
         this store was opened (it keeps reading its own)."""

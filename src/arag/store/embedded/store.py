@@ -545,6 +545,10 @@ class EmbeddedStore:
         """A generation never changes: every read of this store is of one snapshot already."""
         return contextlib.nullcontext()
 
+    def reading_as(self, groups: frozenset[str] | None) -> contextlib.AbstractContextManager[None]:
+        """Files have no roles: a reader's restriction is a-rag's (arag.index), above the store."""
+        return contextlib.nullcontext()
+
     def latest_generation(self) -> int:
         return read_manifest(self.index_dir).generation
 

@@ -52,6 +52,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from arag.errors import ConfigError, IndexFormatError, IndexNotFoundError, MissingExtraError, StoreError
+from arag.principals import access_groups
 from arag.store.base import (
     METADATA_SINCE,
     ChunkRecord,
@@ -239,6 +240,8 @@ class PgStore:
         )
         self._closed = False
         self._pinned = threading.local()  # the connection of this thread's consistent() block
+        self._row_security = False  # until the manifest says the rows carry their groups
+        self._reader = threading.local()  # the groups this thread's operation reads as (None: every document)
         try:
             # one direct attempt first: it fails at once with libpq's reason, where the pool would retry
             psycopg.connect(self.location.conninfo, connect_timeout=CONNECT_TIMEOUT_S).close()
@@ -251,6 +254,7 @@ class PgStore:
         self._relations = _Relations(self.location.schema, len(self.manifest.extra.get("shards") or []))
         self._word_index = bool(self.manifest.extra.get("word_index")) and not self._relations.shards
         self._word_postings = self._word_index and bool(self.manifest.extra.get("word_postings"))
+        self._row_security = bool(self.manifest.extra.get("row_security"))
 
     # ------------------------------------------------------------------ connections
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
@@ -277,6 +281,8 @@ class PgStore:
                 yield pinned
                 return
             with self._pool.connection() as conn:
+                if self._row_security:  # this borrow reads as this thread's operation's reader
+                    self._name_reader(conn, local=False)
                 yield conn
         except errors.QueryCanceled:
             raise StoreError(
@@ -301,11 +307,31 @@ class PgStore:
             return
         with self._conn() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if self._row_security:
+                self._name_reader(conn, local=True)
             self._pinned.conn = conn
             try:
                 yield
             finally:
                 self._pinned.conn = None
+
+    @contextlib.contextmanager
+    def reading_as(self, groups: frozenset[str] | None) -> Iterator[None]:
+        """This thread's reads inside the block are those of a reader of ``groups`` (None: every document): on a
+        role other than the index's owner, the database's row-level security holds them to the open rows and those
+        groups' (arag.reader, arag.groups), whatever a-rag's own filter above does."""
+        before = getattr(self._reader, "groups", None), getattr(self._reader, "set", False)
+        self._reader.groups, self._reader.set = groups, True
+        try:
+            yield
+        finally:
+            self._reader.groups, self._reader.set = before
+
+    def _name_reader(self, conn: psycopg.Connection[Any], local: bool) -> None:
+        groups: frozenset[str] | None = getattr(self._reader, "groups", None)
+        reader, names = ("all", "") if groups is None else ("groups", ",".join(sorted(groups)))
+        conn.execute("SELECT set_config('arag.reader', %s, %s), set_config('arag.groups', %s, %s)",
+                     [reader, local, names, local])  # fmt: skip
 
     def _fetch(self, query: sql.Composable | str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn() as conn:
@@ -814,6 +840,24 @@ _MIGRATE_TO_4 = """
 ALTER TABLE {documents} ADD COLUMN IF NOT EXISTS metadata jsonb;
 ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS location jsonb;
 """
+# who reads (issue 51): each chunk and sentence row carries its document's access groups (NULL: open to all). The
+# owning role (ingest) is not subject to the policies; any other role reads under them, restricted to the open rows
+# and its groups' whenever its transaction (or session, or the role's default) names a reader of groups
+# (arag.reader = 'groups', arag.groups = 'hr,eng'). PgStore.reading_as sets both for each operation of a principal.
+_READABLE = (
+    "current_setting('arag.reader', true) IS DISTINCT FROM 'groups' OR access IS NULL "
+    "OR access && string_to_array(coalesce(current_setting('arag.groups', true), ''), ',')"
+)
+_ROW_SECURITY = f"""
+ALTER TABLE {{chunks}} ADD COLUMN IF NOT EXISTS access text[];
+ALTER TABLE {{sentences}} ADD COLUMN IF NOT EXISTS access text[];
+ALTER TABLE {{chunks}} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {{sentences}} ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS arag_reader ON {{chunks}};
+DROP POLICY IF EXISTS arag_reader ON {{sentences}};
+CREATE POLICY arag_reader ON {{chunks}} FOR SELECT USING ({_READABLE});
+CREATE POLICY arag_reader ON {{sentences}} FOR SELECT USING ({_READABLE});
+"""
 _DATA_TABLES = """
 CREATE TABLE IF NOT EXISTS {data_tables} (
     table_id text NOT NULL PRIMARY KEY, doc_id text NOT NULL, doc_seq bigint NOT NULL, number integer NOT NULL,
@@ -1014,6 +1058,10 @@ class PgWriter:
             self.conn.execute(sql.SQL(_MIGRATE_TO_4).format(**self._tables()))
         self._distributed = bool(shards or self.shards)
         self._fresh = create
+        # row-level security on one node (shards' foreign tables cannot carry policies: a-rag filters above them)
+        self._row_security = not self._distributed
+        if self._row_security:
+            self._secure_rows(backfill=not create)
         # an index written before a-rag kept tables gets them for the documents written from now on; its manifest
         # says it has them only once every document was written with them (--rebuild)
         self._data_tables = create or bool(self.manifest and self.manifest.extra.get("data_tables"))
@@ -1030,6 +1078,37 @@ class PgWriter:
         # chunk_words' doc_id index is built at commit, so a delete of any other document would scan the table
         self._postings_written: set[str] = set()
         self._touched_words: set[str] = set()  # whose packed postings the commit rebuilds (a new index: all)
+
+    def _secure_rows(self, backfill: bool) -> None:
+        """The access column and the policies (idempotent); an index written before them gets each stored
+        document's groups on its rows, in this ingest's transaction."""
+        from psycopg import sql
+
+        secured = self.conn.execute(
+            "SELECT count(*) FROM pg_policies WHERE schemaname = %s AND policyname = 'arag_reader' "
+            "AND tablename IN ('chunks', 'sentences')",
+            [self.location.schema],
+        ).fetchone()
+        if secured and secured[0] == 2:
+            return  # in place: no DDL, whose locks would hold the readers for the whole ingest
+        had_column = bool(
+            self.conn.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = 'chunks' "
+                "AND column_name = 'access'",
+                [self.location.schema],
+            ).fetchone()
+        )
+        self.conn.execute(sql.SQL(_ROW_SECURITY).format(**self._tables()))
+        if had_column or not backfill:
+            return
+        for document in self.documents():
+            groups = access_groups(document.metadata)
+            if groups is not None:
+                for table in ("chunks", "sentences"):
+                    self.conn.execute(
+                        sql.SQL("UPDATE {} SET access = %s WHERE doc_id = %s").format(self._ident(table)),
+                        [groups, document.doc_id],
+                    )
 
     def _shard_location(self, url: str) -> PgLocation:
         return parse_location(
@@ -1217,14 +1296,18 @@ class PgWriter:
                             jsonb(record.metadata),
                         )
                     )
+            secured = getattr(self, "_row_security", False)  # the rows carry their document's groups
+            access = sql.SQL(", access" if secured else "")
             chunks_copy = sql.SQL(
-                "COPY {} (row, doc_id, chunk_id, text, text_lower, n_tokens, spans, prev_id, next_id, location) "
+                "COPY {} (row, doc_id, chunk_id, text, text_lower, n_tokens, spans, prev_id, next_id, location{}) "
                 "FROM STDIN (FORMAT BINARY)"
-            ).format(self._ident("chunks"))
+            ).format(self._ident("chunks"), access)
             with cur.copy(chunks_copy) as copy:
-                copy.set_types(["int8", "text", "text", "text", "text", "int4", "int4[]", "text", "text", "jsonb"])
+                types = ["int8", "text", "text", "text", "text", "int4", "int4[]", "text", "text", "jsonb"]
+                copy.set_types(types + ["text[]"] * secured)
                 for seq, doc in documents:
                     ids = [c.chunk_id for c in doc.chunks]
+                    groups = (access_groups(doc.record.metadata),) if secured else ()
                     for position, chunk in enumerate(doc.chunks):
                         chunk_id, text, n_tokens, spans = chunk.chunk_id, chunk.text, chunk.n_tokens, chunk.spans
                         copy.write_row(
@@ -1239,20 +1322,23 @@ class PgWriter:
                                 ids[position - 1] if position else None,
                                 ids[position + 1] if position + 1 < len(ids) else None,
                                 jsonb(chunk.location),
+                                *groups,
                             )
                         )
             sentences_copy = sql.SQL(
-                "COPY {} (chunk_row, ord, doc_id, hash, embedding) FROM STDIN (FORMAT BINARY)"
-            ).format(self._ident("sentences"))
+                "COPY {} (chunk_row, ord, doc_id, hash, embedding{}) FROM STDIN (FORMAT BINARY)"
+            ).format(self._ident("sentences"), access)
             with cur.copy(sentences_copy) as copy:
-                copy.set_types(["int8", "int4", "text", "int8", self._vector_type])
+                copy.set_types(["int8", "int4", "text", "int8", self._vector_type] + ["text[]"] * secured)
                 for seq, doc in documents:
                     i = 0
+                    groups = (access_groups(doc.record.metadata),) if secured else ()
                     for position, chunk in enumerate(doc.chunks):
                         row = (seq << ROW_BITS) + position
                         for ordinal in range(len(chunk.spans)):
                             hash_value = _signed(int(doc.hashes[i]))
-                            copy.write_row((row, ordinal, doc.record.doc_id, hash_value, vector_value(doc.vectors[i])))
+                            vector = vector_value(doc.vectors[i])
+                            copy.write_row((row, ordinal, doc.record.doc_id, hash_value, vector, *groups))
                             i += 1
             if self._words:
                 self._write_words(cur, documents)
@@ -1369,6 +1455,8 @@ class PgWriter:
             manifest.extra["word_postings"] = True
         if self._data_tables:
             manifest.extra["data_tables"] = True
+        if getattr(self, "_row_security", False):
+            manifest.extra["row_security"] = True
         self.conn.execute(
             sql.SQL(
                 "INSERT INTO {} (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body"
