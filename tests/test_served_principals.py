@@ -224,3 +224,37 @@ def test_a_document_refused_by_name_is_missing_and_the_audit_log_records_it(tmp_
     assert denied["/api/indexes/all/documents/outline"] == ["doc1"]
     assert denied["/api/indexes/all/documents/section"] == ["doc1"]
     assert denied["/api/indexes/all/search/keyword"] is None  # a search names no document: nothing refused
+
+
+def test_a_tokens_question_traces_only_what_it_may_read(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from arag import tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    documents: list[tuple[str, list[str] | None]] = [
+        OPEN_DOCUMENT,
+        ("The salary bands of 2026 are secret.", ["hr"]),
+        ("The salary review of the audit team.", ["finance"]),
+    ]
+    team = Team(tmp_path, documents, ["finance"])
+    tracing.use(provider)
+    try:
+        team.llm.replies = [
+            completion(tool_calls=[tool_call("keyword_search", {"keywords": ["salary"], "top_k": 20})]),
+            completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["doc1#0", "doc2#0"]}, "call_2")]),
+            completion("Done."),
+        ]
+        with team.client("all") as client:
+            asked = client.post("/ask", json={"question": "What about salary?"}).json()
+        assert asked["stop_reason"] == "answered"
+    finally:
+        tracing.use(None)
+        team.close()
+    traced = [s.attributes.get("arag.chunk_ids") for s in exporter.get_finished_spans() if s.name == "arag.tool"]
+    assert traced and all(ids is not None for ids in traced)
+    assert sorted({chunk for ids in traced for chunk in ids}) == ["doc0#0", "doc2#0"]  # never hr's doc1
