@@ -28,7 +28,10 @@ from arag.index import Index
 from arag.store.postgres.store import PgStore
 from arag.tools import Toolkit
 from conftest import FIXTURES, FUZZ_SCALE, fake_settings
+from support.access_corpus import ACCESS, GROUPS
+from support.access_corpus import TEXT as ACCESS_TEXT
 from support.pg import PgNode, with_params
+from test_served_principals import OPEN_DOCUMENT, check_every_route  # the served leak test, on PostgreSQL
 
 pytestmark = pytest.mark.postgres  # a tier of its own: -m "not postgres" leaves it out
 
@@ -1200,3 +1203,19 @@ def test_row_level_security_holds_a_serving_role_to_what_its_reader_may_read(
     build_index([docs], location, fake_settings(), sync=True)
     assert rows_seen(direct, None) == [handbook]  # added.md falls under the folder's default: closed
     assert rows_seen(direct, "finance") == [budget, salaries, handbook]
+
+
+@settings(max_examples=4 * FUZZ_SCALE, deadline=None)
+@given(documents=st.lists(st.tuples(ACCESS_TEXT, ACCESS), min_size=1, max_size=6),
+       groups=st.lists(st.sampled_from(GROUPS), max_size=3, unique=True))  # fmt: skip
+def test_every_route_shows_a_token_exactly_its_documents_on_postgres_under_row_level_security(
+    nodes: list[PgNode], documents: list[tuple[str, list[str] | None]], groups: list[str]
+) -> None:
+    """The served leak test (tests/test_served_principals.py) with the index of every document in PostgreSQL, served
+    by a role the policies hold to its reader's rows: every route equals the reference index's."""
+    location = nodes[0].database("single", index="leak")
+
+    def serving_role(written: str) -> str:  # granted once the index (its schema) is written
+        return _serving_role(written, "arag_leak", "arag_leak", reads_no_group=True)
+
+    check_every_route([OPEN_DOCUMENT, *documents], groups, all_location=location, serve_as=serving_role)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,29 @@ class Team:
     """One server with two indexes: ``all`` (every generated document) read by a token of some groups, and ``own``
     (only the documents those groups may read) read by a token that reads everything: the reference."""
 
-    def __init__(self, root: Path, documents: list[tuple[str, list[str] | None]], groups: list[str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        documents: list[tuple[str, list[str] | None]],
+        groups: list[str],
+        all_location: str | None = None,
+        serve_as: Callable[[str], str] | None = None,
+    ) -> None:
+        """``all_location``: where the index of every document is written (default: a folder; a PostgreSQL URL
+        puts it there, the reference staying on files); ``serve_as(location)``: the location the server opens it by,
+        once written (another role's URL, under row-level security)."""
         write_documents(root / "all", documents)
         chunking = fake_settings(chunker={"chunk_tokens": 24})
-        build_index([root / "all" / "docs.jsonl"], root / "all-idx", chunking)
+        location = all_location or str(root / "all-idx")
+        build_index([root / "all" / "docs.jsonl"], location, chunking, rebuild=True)
         own = readable_lines(root / "all" / "docs.jsonl", documents, groups)
         (root / "own").mkdir()
         (root / "own" / "docs.jsonl").write_text("\n".join(own) + "\n", encoding="utf-8")
         build_index([root / "own" / "docs.jsonl"], root / "own-idx", chunking)
-        self.indexes = {"all": Index.open(root / "all-idx", threads=1), "own": Index.open(root / "own-idx", threads=1)}
+        self.indexes = {
+            "all": Index.open(serve_as(location) if serve_as else location, threads=1),
+            "own": Index.open(root / "own-idx", threads=1),
+        }
         file = TokenFile(root / "tokens.json")
         self.tokens = {
             "all": file.add("reader", "ask", ["all"], groups),
@@ -177,9 +192,20 @@ def _mcp_calls(url: str, token: str, chunk_ids: list[str]) -> list[str]:
 def test_every_route_shows_a_token_exactly_the_documents_it_may_read(
     documents: list[tuple[str, list[str] | None]], groups: list[str]
 ) -> None:
-    documents = [OPEN_DOCUMENT, *documents]
+    check_every_route([OPEN_DOCUMENT, *documents], groups)
+
+
+def check_every_route(
+    documents: list[tuple[str, list[str] | None]],
+    groups: list[str],
+    all_location: str | None = None,
+    serve_as: Callable[[str], str] | None = None,
+) -> None:
+    """Every route for a token of ``groups`` on the index of every document equals every route for a token that
+    reads everything on an index of the documents those groups may read (tests/test_postgres.py runs it with the
+    first index on PostgreSQL, served by a role under row-level security)."""
     with tempfile.TemporaryDirectory() as folder:
-        team = Team(Path(folder), documents, groups)
+        team = Team(Path(folder), documents, groups, all_location, serve_as)
         try:
             with team.client("all") as restricted, team.client("own") as reference:
                 seen, expected = _answers(team, restricted, "all"), _answers(team, reference, "own")
