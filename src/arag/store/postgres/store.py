@@ -858,6 +858,20 @@ DROP POLICY IF EXISTS arag_reader ON {{sentences}};
 CREATE POLICY arag_reader ON {{chunks}} FOR SELECT USING ({_READABLE});
 CREATE POLICY arag_reader ON {{sentences}} FOR SELECT USING ({_READABLE});
 """
+# the word index: a chunk's word counts carry its groups like its text; the packed postings (one row per word, every
+# document's chunks in it) are for the reader of every document, and a reader of groups scores from chunk_words
+_WORD_ROW_SECURITY = f"""
+ALTER TABLE {{chunk_words}} ADD COLUMN IF NOT EXISTS access text[];
+ALTER TABLE {{chunk_words}} ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS arag_reader ON {{chunk_words}};
+CREATE POLICY arag_reader ON {{chunk_words}} FOR SELECT USING ({_READABLE});
+"""
+_POSTINGS_ROW_SECURITY = """
+ALTER TABLE {word_postings} ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS arag_reader ON {word_postings};
+CREATE POLICY arag_reader ON {word_postings} FOR SELECT
+    USING (current_setting('arag.reader', true) IS DISTINCT FROM 'groups');
+"""
 _DATA_TABLES = """
 CREATE TABLE IF NOT EXISTS {data_tables} (
     table_id text NOT NULL PRIMARY KEY, doc_id text NOT NULL, doc_seq bigint NOT NULL, number integer NOT NULL,
@@ -1084,27 +1098,42 @@ class PgWriter:
         document's groups on its rows, in this ingest's transaction."""
         from psycopg import sql
 
+        schema = self.location.schema
+        present = {
+            name
+            for (name,) in self.conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [schema]
+            ).fetchall()
+        }
+        tables = [t for t in ("chunks", "sentences", "chunk_words", "word_postings") if t in present]
         secured = self.conn.execute(
             "SELECT count(*) FROM pg_policies WHERE schemaname = %s AND policyname = 'arag_reader' "
-            "AND tablename IN ('chunks', 'sentences')",
-            [self.location.schema],
+            "AND tablename = ANY(%s)",
+            [schema, tables],
         ).fetchone()
-        if secured and secured[0] == 2:
+        if secured and secured[0] == len(tables):
             return  # in place: no DDL, whose locks would hold the readers for the whole ingest
-        had_column = bool(
-            self.conn.execute(
-                "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = 'chunks' "
+        unfilled = {
+            table
+            for table in ("chunks", "sentences", "chunk_words")
+            if table in present
+            and not self.conn.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
                 "AND column_name = 'access'",
-                [self.location.schema],
+                [schema, table],
             ).fetchone()
-        )
+        }
         self.conn.execute(sql.SQL(_ROW_SECURITY).format(**self._tables()))
-        if had_column or not backfill:
+        if "chunk_words" in present:
+            self.conn.execute(sql.SQL(_WORD_ROW_SECURITY).format(**self._tables()))
+        if "word_postings" in present:
+            self.conn.execute(sql.SQL(_POSTINGS_ROW_SECURITY).format(**self._tables()))
+        if not backfill or not unfilled:
             return
         for document in self.documents():
             groups = access_groups(document.metadata)
             if groups is not None:
-                for table in ("chunks", "sentences"):
+                for table in sorted(unfilled):
                     self.conn.execute(
                         sql.SQL("UPDATE {} SET access = %s WHERE doc_id = %s").format(self._ident(table)),
                         [groups, document.doc_id],
@@ -1386,19 +1415,21 @@ class PgWriter:
         from psycopg import sql
 
         vocabulary: set[str] = set()
-        postings = sql.SQL("COPY {} (word, chunk_row, doc_id, n) FROM STDIN (FORMAT BINARY)").format(
-            self._ident("chunk_words")
+        secured = getattr(self, "_row_security", False)
+        postings = sql.SQL("COPY {} (word, chunk_row, doc_id, n{}) FROM STDIN (FORMAT BINARY)").format(
+            self._ident("chunk_words"), sql.SQL(", access" if secured else "")
         )
         with cur.copy(postings) as copy:
-            copy.set_types(["text", "int8", "text", "int4"])
+            copy.set_types(["text", "int8", "text", "int4"] + ["text[]"] * secured)
             for seq, doc in documents:
                 self._postings_written.add(doc.record.doc_id)
+                groups = (access_groups(doc.record.metadata),) if secured else ()
                 for position, chunk in enumerate(doc.chunks):
                     counted = Counter(WORD.findall(chunk.text.lower()))
                     vocabulary.update(counted)
                     row = (seq << ROW_BITS) + position
                     for word, n in counted.items():
-                        copy.write_row((word, row, doc.record.doc_id, n))
+                        copy.write_row((word, row, doc.record.doc_id, n, *groups))
         cur.execute(
             sql.SQL("INSERT INTO {} (word) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING").format(
                 self._ident("words")
