@@ -1170,8 +1170,13 @@ def test_row_level_security_holds_a_serving_role_to_what_its_reader_may_read(
     with psycopg.connect(direct, autocommit=True) as conn:  # the packed postings: for a reader of every document
         postings = "SELECT count(*) FROM arag_secured.word_postings"
         assert conn.execute(postings).fetchone() == (0,)
+        vocabulary = "SELECT word FROM arag_secured.words WHERE word IN ('budget', 'salaries', 'handbook') ORDER BY 1"
+        assert conn.execute(vocabulary).fetchall() == [("handbook",)]  # words of the chunks it may read only
+        conn.execute("SET arag.groups = 'hr'")
+        assert conn.execute(vocabulary).fetchall() == [("handbook",), ("salaries",)]
         conn.execute("SET arag.reader = 'all'")
         assert conn.execute(postings).fetchone()[0] > 0  # type: ignore[index]
+        assert len(conn.execute(vocabulary).fetchall()) == 3
     # through the index: the same as the owner's view, for each reader
     served, owned = Index.open(serving, threads=1), Index.open(location, threads=1)
     try:
@@ -1201,9 +1206,9 @@ def test_row_level_security_holds_a_serving_role_to_what_its_reader_may_read(
     assert rows_seen(direct, "finance") == [budget, salaries, handbook]
     # an index written before the policies: its next ingest adds them, and its stored documents' groups
     with psycopg.connect(owner, autocommit=True) as conn:
-        for table in ("chunks", "sentences", "chunk_words", "word_postings"):
+        for table in ("words", "chunks", "sentences", "chunk_words", "word_postings"):
             conn.execute(f"DROP POLICY arag_reader ON arag_secured.{table}")
-            dropped = ", DROP COLUMN access" if table != "word_postings" else ""
+            dropped = ", DROP COLUMN access" if table not in ("words", "word_postings") else ""
             conn.execute(f"ALTER TABLE arag_secured.{table} DISABLE ROW LEVEL SECURITY{dropped}")
     assert len(rows_seen(direct, None)) == 5  # unprotected
     (docs / "added.md").write_text("A new note about travel.\n")

@@ -866,6 +866,14 @@ ALTER TABLE {{chunk_words}} ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS arag_reader ON {{chunk_words}};
 CREATE POLICY arag_reader ON {{chunk_words}} FOR SELECT USING ({_READABLE});
 """
+# a word is seen by a reader of groups when it occurs in a chunk it may read (chunk_words, under its own policy)
+_VOCABULARY_ROW_SECURITY = """
+ALTER TABLE {words} ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS arag_reader ON {words};
+CREATE POLICY arag_reader ON {words} FOR SELECT
+    USING (current_setting('arag.reader', true) IS DISTINCT FROM 'groups'
+           OR EXISTS (SELECT 1 FROM {chunk_words} AS counted WHERE counted.word = {words}.word));
+"""
 _POSTINGS_ROW_SECURITY = """
 ALTER TABLE {word_postings} ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS arag_reader ON {word_postings};
@@ -1105,7 +1113,7 @@ class PgWriter:
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [schema]
             ).fetchall()
         }
-        tables = [t for t in ("chunks", "sentences", "chunk_words", "word_postings") if t in present]
+        tables = [t for t in ("chunks", "sentences", "chunk_words", "words", "word_postings") if t in present]
         secured = self.conn.execute(
             "SELECT count(*) FROM pg_policies WHERE schemaname = %s AND policyname = 'arag_reader' "
             "AND tablename = ANY(%s)",
@@ -1126,6 +1134,8 @@ class PgWriter:
         self.conn.execute(sql.SQL(_ROW_SECURITY).format(**self._tables()))
         if "chunk_words" in present:
             self.conn.execute(sql.SQL(_WORD_ROW_SECURITY).format(**self._tables()))
+            if "words" in present:
+                self.conn.execute(sql.SQL(_VOCABULARY_ROW_SECURITY).format(**self._tables()))
         if "word_postings" in present:
             self.conn.execute(sql.SQL(_POSTINGS_ROW_SECURITY).format(**self._tables()))
         if not backfill or not unfilled:
