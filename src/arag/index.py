@@ -302,16 +302,8 @@ class Index:
             yield store
 
     def _reader_groups(self) -> frozenset[str] | None:
-        """The groups the store is told this view reads as (None: every document): every group of the principal and
-        of those it is narrowed to, so the store's own restriction never hides what a-rag's filter shows."""
-        groups: set[str] = set()
-        principal = self.principal
-        if principal is None:
-            return None
-        while principal is not None:
-            groups |= principal.groups
-            principal = principal.within
-        return frozenset(groups)
+        """The groups the store is told this view reads as (None: every document)."""
+        return None if self.principal is None else self.principal.every_group
 
     def _generation(self) -> _Generation:
         return getattr(self._pinned, "generation", None) or self._shared.current

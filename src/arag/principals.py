@@ -42,6 +42,12 @@ class Principal:
                 raise PrincipalError(f"{group!r} is not a group name (letters, digits, . @ : _ -, at most 128)")
         return cls(name, checked)
 
+    @property
+    def every_group(self) -> frozenset[str]:
+        """Its groups and those of every principal it is narrowed to: what a store is told it reads as, so that
+        the store's own restriction never hides what :meth:`may_read` allows."""
+        return self.groups if self.within is None else self.groups | self.within.every_group
+
     def may_read(self, metadata: dict[str, Any] | None) -> bool:
         """Whether a document with this metadata is one it may read."""
         groups = access_groups(metadata)

@@ -36,14 +36,18 @@ import secrets
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from arag.errors import ConfigError, InputError
 from arag.principals import Principal
 from arag.settings import JWTSettings
+
+if TYPE_CHECKING:  # only annotated here: the token commands need not load the index's modules
+    from arag.index import Index
 
 Scope = Literal["read", "ask", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "ask", "admin")
@@ -91,6 +95,14 @@ def record_denial(doc_id: str) -> None:
     denied = DENIALS.get()
     if denied is not None:
         denied.append(doc_id)
+
+
+def caller_view(index: Index, scope: Mapping[str, Any]) -> Index:
+    """The index as the caller the guard named in a request's ``scope`` reads it (its groups' documents and the
+    open ones; the index itself for a caller that reads every document); the documents it is refused by name go to
+    the request's audit line."""
+    reader = getattr(scope.get("arag.caller"), "reader", None)
+    return index if reader is None else index.as_principal(reader, record_denial)
 
 
 @dataclass
@@ -192,11 +204,16 @@ class JWTVerifier:
         self.settings, self.path = settings, settings.jwks_file
         self._keys: dict[str | None, Any] = {}
         self._seen: tuple[float, int] | None = None
+        self._checked = 0.0
         self._load()
 
     def _load(self) -> None:
         import jwt
 
+        now = time.monotonic()
+        if self._seen is not None and now - self._checked < Access.RELOAD_EVERY_S:
+            return  # a rotated key set takes effect this soon, without a stat on every request
+        self._checked = now
         stamp = _stamp(self.path)
         if stamp is not None and stamp == self._seen:
             return
@@ -218,11 +235,8 @@ class JWTVerifier:
         try:
             header = jwt.get_unverified_header(token)
             kid = header.get("kid")
-            key = (
-                self._keys.get(kid)
-                if kid is not None
-                else (next(iter(self._keys.values())) if len(self._keys) == 1 else None)
-            )
+            only = list(self._keys.values()) if len(self._keys) == 1 else [None]  # no kid: the one key, if one
+            key = self._keys.get(kid) if kid is not None else only[0]
             if key is None or header.get("alg") not in self.settings.algorithms:
                 return None
             claims = jwt.decode(

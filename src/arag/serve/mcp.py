@@ -21,7 +21,7 @@ from mcp.server.stdio import stdio_server
 
 from arag.index import Index
 from arag.jsonsafe import clean_json_value, json_depth, loads_bounded
-from arag.serve.access import DENIALS, record_denial
+from arag.serve.access import DENIALS, caller_view
 from arag.tools.sessions import ToolkitSessions
 from arag.tools.toolkit import TOOL_NAMES, Toolkit
 from arag.tools.view import CLIENT_VIEW
@@ -66,8 +66,7 @@ def per_session_toolkits(index: Index) -> Callable[[Any], Toolkit]:
         request = getattr(ctx, "request", None)
         if request is None:
             return sessions.get(None)
-        reader = getattr(request.scope.get("arag.caller"), "reader", None)
-        view = index if reader is None else index.as_principal(reader, record_denial)
+        view = caller_view(index, request.scope)
         denied = request.scope.get("arag.denied")
         if isinstance(denied, list):  # the session's task runs this call: its denials go to the request carrying it
             DENIALS.set(denied)

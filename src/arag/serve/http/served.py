@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from arag.errors import ARagError
 from arag.filters import Filter, FilterError, parse_filter
 from arag.index import Index
-from arag.serve.access import record_denial
+from arag.serve.access import caller_view
 from arag.settings import Settings
 
 
@@ -65,8 +65,7 @@ class ServedIndex:
         """The index as the request's token reads it (arag.serve.access: its groups' documents and the open ones;
         every document for a token that reads all): every route and tool of the request runs on this view, and the
         documents it is refused by name go to the request's audit line."""
-        reader = getattr(request.scope.get("arag.caller"), "reader", None)
-        return self.index if reader is None else self.index.as_principal(reader, record_denial)
+        return caller_view(self.index, request.scope)
 
     def new_agent(self, index: Index, max_steps: int | None) -> Any:
         """An agent for one question on ``index`` (the request's view)."""
