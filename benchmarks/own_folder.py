@@ -1,0 +1,130 @@
+"""A team's own small folder, asked as a new user would: facts, multi-hop and two-part questions, questions the
+folder does not answer, and questions whose answer lies outside the scope they are asked in.
+
+    python benchmarks/own_folder.py                                  # the embedded default (compact profile)
+    python benchmarks/own_folder.py --profile paper                  # the paper's loop on the same questions
+    python benchmarks/own_folder.py --policy -read_before_answer --out runs/own-folder-without.jsonl
+
+The folder (benchmarks/own_folder/handbook: eight short Markdown files of a made-up company) and its questions
+(benchmarks/own_folder/questions.json) were written for this check, not taken from a benchmark, and no default was
+chosen on them: it is the dev sets' complement, the shape of question a team asks of its own documents. An
+answerable question is right when the answer holds every term of ``must`` (``a|b``: either) and is not a refusal;
+an absent or out-of-scope one is right when the agent says "Not in the documents" (the result's ``not_found``).
+A right answer cites its evidence when a chunk it cites holds every term. The index is built once per run in a
+temporary folder (or ``--index``) with the embedded embedder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from arag.agent import Agent
+from arag.corpus.build import build_index
+from arag.eval.stats import wilson
+from arag.index import Index
+from arag.models.choice import chat_model
+from arag.settings import load_settings
+from arag.text import normalize_answer
+
+HERE = Path(__file__).parent / "own_folder"
+ANSWERABLE = ("fact", "multi_hop")
+KINDS = ("fact", "multi_hop", "absent", "out_of_scope")
+
+
+def holds(text: str, must: list[str]) -> bool:
+    """Whether ``text`` holds every term of ``must`` (each term: alternatives split by "|"), normalized."""
+    padded = f" {normalize_answer(text)} "
+    return all(any(f" {normalize_answer(alt)} " in padded for alt in term.split("|")) for term in must)
+
+
+def score(question: dict[str, Any], answer: str, not_found: bool, cited_texts: list[str]) -> dict[str, Any]:
+    if question["kind"] in ANSWERABLE:
+        right = not not_found and holds(answer, question["must"])
+        return {
+            "right": right,
+            "false_refusal": not_found,
+            "cites": right and any(holds(text, question["must"]) for text in cited_texts),
+        }
+    return {"right": not_found, "false_refusal": False, "cites": None}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--folder", type=Path, default=HERE / "handbook")
+    parser.add_argument("--questions", type=Path, default=HERE / "questions.json")
+    parser.add_argument("--index", type=Path, help="where to build the index (default: a temporary folder)")
+    parser.add_argument("--profile", help="the agent's profile (default: the model's, compact when embedded)")
+    parser.add_argument("--policy", action="append", default=[], help="+NAME / -NAME, as arag ask --policy")
+    parser.add_argument("--out", type=Path, help="write one JSON line per question here")
+    args = parser.parse_args()
+
+    settings = load_settings()
+    update: dict[str, Any] = {"policies": [*settings.agent.policies, *args.policy]}
+    if args.profile:
+        update["profile"] = args.profile
+    agent_settings = settings.agent.model_copy(update=update)
+    questions = json.loads(args.questions.read_text())
+    with tempfile.TemporaryDirectory() as scratch:
+        location = args.index or Path(scratch) / "index"
+        if not (Path(location) / "manifest.json").exists():
+            build_index([args.folder], location, settings.index)
+        index = Index.open_with(location, settings.index)
+        model, _ = chat_model(settings, threads=2)
+        agent = Agent(index, model, agent_settings)
+        records = []
+        for question in questions:
+            started = time.perf_counter()
+            result = agent.run(question["question"], where=question.get("where"))
+            seconds = time.perf_counter() - started
+            cited = [c["chunk_id"] for c in result.citations]
+            texts = [record.text for record in index.read(cited)[0]] if cited else []
+            record = {
+                **question,
+                "answer": result.answer,
+                "not_found": result.not_found,
+                "answer_from": result.answer_from,
+                "stop_reason": result.stop_reason,
+                "cited": cited,
+                "seconds": round(seconds, 1),
+                **score(question, result.answer, result.not_found, texts),
+            }
+            records.append(record)
+            print(
+                f"{record['id']:>3} {'right' if record['right'] else 'WRONG'} {seconds:5.1f} s  {result.answer[:100]}"
+            )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    print(table(records, agent.bundle.name))
+    return 0
+
+
+def share(hits: int, n: int) -> str:
+    if not n:
+        return "—"
+    return f"{hits}/{n} = {wilson(hits, n).percent()}"
+
+
+def table(records: list[dict[str, Any]], profile: str) -> str:
+    rows = [f"| {profile} | |", "|---|---|"]
+    for kind in KINDS:
+        group = [r for r in records if r["kind"] == kind]
+        rows.append(f"| {kind.replace('_', ' ')} right | {share(sum(r['right'] for r in group), len(group))} |")
+    answerable = [r for r in records if r["kind"] in ANSWERABLE]
+    right = [r for r in answerable if r["right"]]
+    rows.append(f"| false refusals | {share(sum(r['false_refusal'] for r in answerable), len(answerable))} |")
+    rows.append(f"| right answers citing their evidence | {share(sum(r['cites'] for r in right), len(right))} |")
+    rows.append(f"| own answers | {share(sum(r['answer_from'] == 'model' for r in records), len(records))} |")
+    rows.append(f"| p50 s | {statistics.median(r['seconds'] for r in records):.1f} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
