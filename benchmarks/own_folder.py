@@ -8,7 +8,8 @@ folder does not answer, and questions whose answer lies outside the scope they a
 The folder (benchmarks/own_folder/handbook: eight short Markdown files of a made-up company) and its questions
 (benchmarks/own_folder/questions.json) were written for this check, not taken from a benchmark, and no default was
 chosen on them: it is the dev sets' complement, the shape of question a team asks of its own documents. An
-answerable question is right when the answer holds every term of ``must`` (``a|b``: either) and is not a refusal;
+answerable question is right when the answer holds a term of every one of its ``groups`` (alternatives; matched as
+the Medical key terms are, ``arag.eval.metrics.KeyTerms``) and is not a refusal;
 an absent or out-of-scope one is right when the agent says "Not in the documents" (the result's ``not_found``).
 A right answer cites its evidence when a chunk it cites holds every term. The index is built once per run in a
 temporary folder (or ``--index``) with the embedded embedder.
@@ -27,30 +28,31 @@ from typing import Any
 
 from arag.agent import Agent
 from arag.corpus.build import build_index
+from arag.eval.metrics import KeyTerms
 from arag.eval.stats import wilson
 from arag.index import Index
 from arag.models.choice import chat_model
 from arag.settings import load_settings
-from arag.text import normalize_answer
 
 HERE = Path(__file__).parent / "own_folder"
 ANSWERABLE = ("fact", "multi_hop")
 KINDS = ("fact", "multi_hop", "absent", "out_of_scope")
 
 
-def holds(text: str, must: list[str]) -> bool:
-    """Whether ``text`` holds every term of ``must`` (each term: alternatives split by "|"), normalized."""
-    padded = f" {normalize_answer(text)} "
-    return all(any(f" {normalize_answer(alt)} " in padded for alt in term.split("|")) for term in must)
+def answer_terms(questions: list[dict[str, Any]]) -> KeyTerms:
+    """The answerable questions' groups of alternative terms, scored as key terms: every group must match."""
+    return KeyTerms({q["id"]: {"groups": q["groups"]} for q in questions if q["kind"] in ANSWERABLE})
 
 
-def score(question: dict[str, Any], answer: str, not_found: bool, cited_texts: list[str]) -> dict[str, Any]:
+def score(
+    question: dict[str, Any], terms: KeyTerms, answer: str, not_found: bool, cited_texts: list[str]
+) -> dict[str, Any]:
     if question["kind"] in ANSWERABLE:
-        right = not not_found and holds(answer, question["must"])
+        right = not not_found and terms.score(question["id"], answer) == 1.0
         return {
             "right": right,
             "false_refusal": not_found,
-            "cites": right and any(holds(text, question["must"]) for text in cited_texts),
+            "cites": right and any(terms.score(question["id"], text) == 1.0 for text in cited_texts),
         }
     return {"right": not_found, "false_refusal": False, "cites": None}
 
@@ -71,6 +73,7 @@ def main() -> int:
         update["profile"] = args.profile
     agent_settings = settings.agent.model_copy(update=update)
     questions = json.loads(args.questions.read_text())
+    terms = answer_terms(questions)
     with tempfile.TemporaryDirectory() as scratch:
         location = args.index or Path(scratch) / "index"
         if not (Path(location) / "manifest.json").exists():
@@ -93,7 +96,7 @@ def main() -> int:
                 "stop_reason": result.stop_reason,
                 "cited": cited,
                 "seconds": round(seconds, 1),
-                **score(question, result.answer, result.not_found, texts),
+                **score(question, terms, result.answer, result.not_found, texts),
             }
             records.append(record)
             print(
