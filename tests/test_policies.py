@@ -32,14 +32,15 @@ from arag.harness import (
 from arag.harness.policies.answer_check import CHECK_PROMPT, check_text
 from arag.harness.policies.grounded_answer import mend_citations
 from arag.harness.policies.phrase_answer import PHRASE_ANSWER
-from arag.harness.reads import closest_sentences, question_scores, reads_left, unread_hits
+from arag.harness.reads import SENTENCE_CHARS, Evidence, closest_sentences, question_scores, reads_left, unread_hits
 from arag.harness.text import says_nothing
-from arag.harness.view import CompactView
+from arag.harness.view import CompactView, resolved
 from arag.index import Index
 from arag.settings import AgentSettings, IndexSettings
 from arag.text import says_not_found
 from arag.tools.toolkit import PAPER_TOOLS as TOOL_NAMES
 from arag.tools.toolkit import ToolCall
+from arag.tools.view import shorten
 from conftest import fake_run, guarded_call
 
 
@@ -510,6 +511,75 @@ def test_the_closest_sentence_is_a_statement_not_a_heading_that_repeats_the_ques
     only_questions = Index.open(folder / "qidx", threads=1)
     run, _ = fake_run(only_questions, question="What is it?")
     assert closest_sentences(run, ["Q#0"])[0].sentence.endswith("?")
+
+
+def test_a_sentence_opening_with_a_pronoun_is_scored_and_named_with_what_it_stands_for(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("company")
+    text = (
+        "Payments are hard. Kestrel builds payment infrastructure for small online shops. It was founded in 2014 by "
+        "Ana Duarte and Sam Whitfield in Denver. Kestrel is a private company."
+    )
+    (folder / "corpus.json").write_text(json.dumps([{"title": "About", "text": text}]), encoding="utf-8")
+    build_index([folder / "corpus.json"], folder / "idx", IndexSettings(embedder="fake", threads=1))
+    index = Index.open(folder / "idx", threads=1)
+    sentences = index.sentences(index.read(["About#0"])[0][0])
+    assert sentences[1:] == [
+        "Kestrel builds payment infrastructure for small online shops.",
+        "It was founded in 2014 by Ana Duarte and Sam Whitfield in Denver.",
+        "Kestrel is a private company.",
+    ]
+    question = "Who founded Kestrel?"
+    run, policies = fake_run(
+        index, "closest_sentence", question=question, policy={"closest_sentence": {"pronouns": True}}
+    )
+    # brute force of the rule: a pronoun-opening sentence scores the better of itself and "<name before>: itself"
+    embedder = index.embedder
+    own = embedder.embed_documents(sentences) @ embedder.embed_query(question)
+    resolved = embedder.embed_documents([f"Kestrel: {sentences[2]}"]) @ embedder.embed_query(question)
+    expected = [float(own[0]), float(own[1]), max(float(own[2]), float(resolved[0])), float(own[3])]
+    plain = closest_sentences(run, ["About#0"], k=4)  # the default: each sentence alone
+    assert sorted(e.score for e in plain) == pytest.approx(sorted(float(c) for c in own))
+    assert not any(e.antecedent for e in plain)
+    closest = closest_sentences(run, ["About#0"], k=4, pronouns=True)
+    assert sorted(e.score for e in closest) == pytest.approx(sorted(expected))
+    assert [e.antecedent for e in closest if e.sentence == sentences[2]] == [sentences[1]]
+    assert all(not e.antecedent for e in closest if e.sentence != sentences[2])  # only a pronoun has one
+    best = closest[0]
+    assert best.sentence == sentences[int(np.argmax(expected))]
+    result = run.call_tool(ToolCall("chunk_read", {"chunk_ids": ["About#0"]}))
+    note = policies[0].after_result(run, result)
+    assert note is not None and f'"{best.shown(SENTENCE_CHARS)}"' in note
+    assert best.sentence == sentences[2]
+    assert best.shown(SENTENCE_CHARS) == f"{sentences[1]} {sentences[2]}"  # named after what "It" stands for
+
+
+@pytest.mark.parametrize(
+    ("before", "embedded"),
+    [
+        ("Kestrel builds payment infrastructure.", "Kestrel: It was X."),
+        ("John Smith (1900–1950) was an English actor.", "John Smith: It was X."),
+        ("The Bank of England was founded in 1694.", "The Bank of England: It was X."),
+        ("In 2010 the firm moved.", "In 2010 the firm moved. It was X."),  # no name opens it: the sentence
+        ("the river rises here.", "the river rises here. It was X."),
+    ],
+)
+def test_a_pronoun_stands_for_the_name_that_opens_the_sentence_before(before: str, embedded: str) -> None:
+    assert resolved(before, "It was X.") == embedded
+
+
+@given(st.text(max_size=400), st.text(max_size=400), st.integers(min_value=20, max_value=400))
+def test_a_named_sentence_keeps_within_its_room_and_its_antecedent_gives_way_first(
+    sentence: str, antecedent: str, limit: int
+) -> None:
+    evidence = Evidence(0.5, sentence, "c#0", antecedent)
+    shown = evidence.shown(limit)
+    alone = shorten(sentence, limit)
+    assert shown.endswith(alone)
+    assert len(shown) <= max(limit, len(alone)) + 2  # shorten's " …"
+    if len(shown) > len(alone):
+        assert shown[: len(shown) - len(alone)].strip()  # an antecedent is shown whole or cut, never blank
 
 
 def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_index: Index) -> None:

@@ -20,50 +20,87 @@ from arag.store import ChunkRecord
 from arag.text import normalize_answer
 from arag.tools.arguments import safe_arguments
 from arag.tools.toolkit import ToolCall, Toolkit
+from arag.tools.view import shorten
 
 HARNESS_READS = 2  # the hits the loop reads for the model at once
 SENTENCE_CHARS = 300  # a sentence named to the model is cut to this
+MIN_ANTECEDENT_CHARS = 40  # an antecedent with less room than this is left out (a few words name nothing)
 # a keyword in fewer chunks than this is never "common": in a small collection every word is in a few texts
 MIN_COMMON_CHUNKS = 50
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """A sentence of a chunk the model was shown, and its cosine with the question."""
+    """A sentence of a chunk the model was shown, and its cosine with the question; for a sentence that opens with
+    a pronoun, the sentence before it (its ``antecedent``: "He" alone names no one)."""
 
     score: float
     sentence: str
     chunk_id: str
+    antecedent: str = ""
+
+    def shown(self, limit: int) -> str:
+        """The sentence as named to the model, within ``limit`` characters: after its antecedent, if it has one
+        (the antecedent cut first: the sentence holds what was found)."""
+        sentence = shorten(self.sentence, limit)
+        room = limit - len(sentence) - 1
+        if not self.antecedent or room < MIN_ANTECEDENT_CHARS:
+            return sentence
+        before = shorten(self.antecedent, room)
+        return f"{before} {sentence}" if before else sentence
 
 
 # a toolkit's scores when its view keeps none (the paper's): one cache per toolkit, gone with it
 _SCORES: weakref.WeakKeyDictionary[Toolkit, QuestionScores] = weakref.WeakKeyDictionary()
 
 
-def question_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], Any]:
-    """A chunk's sentences and their cosines with the question, computed once per chunk and question (the compact
-    view's own cache, which its focused reads fill too; else one kept for the toolkit)."""
+def _scores(run: RunView) -> tuple[QuestionScores, str]:
+    """The run's cache of sentence scores and the question it scores against: the compact view's own, which its
+    focused reads fill too, else one kept for the toolkit."""
     presenter = run.toolkit.presenter
     if isinstance(presenter, CompactPresenter):
-        return presenter.question_scores(record)
+        return presenter.scores, presenter.focus_query
     scores = _SCORES.get(run.toolkit)
     if scores is None:
         scores = _SCORES[run.toolkit] = QuestionScores(run.toolkit.index)
-    return scores(run.question, record)
+    return scores, run.question
 
 
-def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1) -> list[Evidence]:
+def question_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], Any]:
+    """A chunk's sentences and their cosines with the question, computed once per chunk and question."""
+    scores, question = _scores(run)
+    return scores(question, record)
+
+
+def closest_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], list[str], Any]:
+    """A chunk's sentences, their antecedents and cosines with the question (``QuestionScores.with_antecedents``),
+    from the same cache as :func:`question_scores`."""
+    scores, question = _scores(run)
+    return scores.with_antecedents(question, record)
+
+
+def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1, pronouns: bool = False) -> list[Evidence]:
     """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given).
     Sentences that are questions themselves — a guide's headings, "What is bone cancer?", close to any question
-    about it — come only when nothing else is left: they were offered, and returned as answers, in their place."""
+    about it — come only when nothing else is left: they were offered, and returned as answers, in their place.
+    With ``pronouns``, a sentence that opens with a pronoun is scored with what it stands for too, and carries the
+    sentence before it (``QuestionScores.with_antecedents``): "It was founded in 2014 by …" for "Who founded
+    Kestrel?", where alone "Kestrel is a private company." was closer."""
     records, _ = run.toolkit.index.read(list(dict.fromkeys(chunk_ids)))
     found: list[Evidence] = []
     for record in records:
         try:
-            sentences, scores = question_scores(run, record)
+            if pronouns:
+                sentences, antecedents, scores = closest_scores(run, record)
+            else:
+                sentences, scores = question_scores(run, record)
+                antecedents = [""] * len(sentences)
         except ARagError:  # an embedding endpoint that fails costs the evidence, not the run
             return []
-        found += [Evidence(float(score), text, record.chunk_id) for text, score in zip(sentences, scores, strict=True)]
+        found += [
+            Evidence(float(score), text, record.chunk_id, antecedent)
+            for text, antecedent, score in zip(sentences, antecedents, scores, strict=True)
+        ]
     found.sort(key=lambda e: -e.score)
     statements = [e for e in found if not asks_a_question(e.sentence)]
     return (statements or found)[:k]

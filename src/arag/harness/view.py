@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from arag.corpus.chunking import count_tokens
 from arag.errors import ARagError
 from arag.index import Index, SearchHit
@@ -17,6 +19,13 @@ from arag.store import ChunkRecord
 from arag.tools.view import ResultPresenter, ResultView, Shown, no_hits
 
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
+# personal pronouns only: "This chapter explains …", "These tumors …" open guideline sentences with a noun of their
+# own, and pairing them with the sentence before changed which sentence Medical's reads named, for the worse
+# (docs/notebook/2026-12-06-a-pronoun-and-its-name.md)
+PRONOUN_OPENING = re.compile(r"(?:he|she|it|they|his|her|its|their)\b", re.I)
+# a sentence's opening name: capitalised words, with the small words names hold ("Bank of England")
+LEADING_NAME = re.compile(r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|the|de|da|del|van|von|and|&)\s+)*[A-Z][\w'’.&-]*)*")
+NOT_NAMES = frozenset({"the", "a", "an", "this", "these", "that", "those", "it", "he", "she", "they", "in", "on", "at"})
 
 
 @dataclass(frozen=True)
@@ -49,17 +58,53 @@ class QuestionScores:
         self.index = index
         self._question: tuple[str, Any] | None = None
         self._scores: dict[str, tuple[list[str], Any]] = {}
+        self._paired: dict[str, Any] = {}  # chunk id → cosines of its pronoun-opening sentences with the one before
 
     def __call__(self, question: str, record: ChunkRecord) -> tuple[list[str], Any]:
         if self._question is None or self._question[0] != question:
             self._question = (question, self.index.embedder.embed_query(question))
             self._scores.clear()
+            self._paired.clear()
         cached = self._scores.get(record.chunk_id)
         if cached is None:
             sentences = self.index.sentences(record)
             scores = self.index.embedder.embed_documents(sentences) @ self._question[1] if sentences else []
             cached = self._scores[record.chunk_id] = (sentences, scores)
         return cached
+
+    def with_antecedents(self, question: str, record: ChunkRecord) -> tuple[list[str], list[str], Any]:
+        """A chunk's sentences, for each the sentence before it when it opens with a pronoun ("It was founded in
+        2014 by …") else "", and its cosine with the question, a pronoun-opening one's the better of its own and
+        that of the sentence with what its pronoun stands for (:func:`resolved`): alone it cannot match the name."""
+        sentences, scores = self(question, record)
+        antecedents = [
+            sentences[i - 1] if i and PRONOUN_OPENING.match(sentence) else "" for i, sentence in enumerate(sentences)
+        ]
+        paired = [i for i, antecedent in enumerate(antecedents) if antecedent]
+        if not paired:
+            return sentences, antecedents, scores
+        cached = self._paired.get(record.chunk_id)
+        if cached is None:
+            assert self._question is not None  # set by the call above
+            texts = [resolved(antecedents[i], sentences[i]) for i in paired]
+            cached = self._paired[record.chunk_id] = self.index.embedder.embed_documents(texts) @ self._question[1]
+        best = np.array(scores, dtype=float)
+        for i, score in zip(paired, cached, strict=True):
+            best[i] = max(best[i], float(score))
+        return sentences, antecedents, best
+
+
+def resolved(antecedent: str, sentence: str) -> str:
+    """A pronoun-opening sentence, for embedding, with what its pronoun most likely stands for: the name that
+    opens the sentence before ("Kestrel: It was founded …" after "Kestrel builds …"), else that whole sentence
+    before it. The name, not the sentence: MiniLM put "Kestrel builds payment infrastructure. It was founded in
+    2014 by …" below "Kestrel is a private company." for "Who founded Kestrel?", and "Kestrel: It was founded …"
+    above it."""
+    match = LEADING_NAME.match(antecedent.lstrip("#*> \t"))
+    name = match.group(0) if match else ""
+    if not name or name.lower() in NOT_NAMES:
+        return f"{antecedent} {sentence}"
+    return f"{name}: {sentence}"
 
 
 class CompactPresenter(ResultPresenter):

@@ -8,7 +8,6 @@ from arag.harness.contract import Policy, RunView
 from arag.harness.reads import SENTENCE_CHARS, closest_sentences
 from arag.harness.registry import register
 from arag.tools.toolkit import ToolResult
-from arag.tools.view import shorten
 
 CLOSEST_SENTENCE = (
     'Closest to the question: "{sentence}" [chunk {chunk_id}]. If this answers the question, give the final answer '
@@ -21,6 +20,13 @@ class ClosestSentenceSettings(BaseModel):
 
     min_score: float = Field(
         0.0, ge=-1.0, le=1.0, description="Named only when its cosine with the question is at least this."
+    )
+    pronouns: bool = Field(
+        False,
+        description="A sentence that opens with a personal pronoun is scored with the name it stands for too, and "
+        'named after the sentence before it ("It was founded in 2014 by …" for "Who founded Kestrel?"). Off: on '
+        "both dev sets it changed no right answer and cost one absent 2Wiki question its refusal "
+        "(docs/policies.md).",
     )
 
 
@@ -39,9 +45,9 @@ class ClosestSentence(Policy):
     def after_result(self, run: RunView, result: ToolResult) -> str | None:
         if not result.ok or run.toolkit.canonical(result.name) != "chunk_read" or not result.chunk_ids:
             return None
-        closest = closest_sentences(run, result.chunk_ids)
+        closest = closest_sentences(run, result.chunk_ids, pronouns=self.config.pronouns)
         if not closest or closest[0].score < self.config.min_score:
             return None
         best = closest[0]
         self.acted()
-        return CLOSEST_SENTENCE.format(sentence=shorten(best.sentence, SENTENCE_CHARS), chunk_id=best.chunk_id)
+        return CLOSEST_SENTENCE.format(sentence=best.shown(SENTENCE_CHARS), chunk_id=best.chunk_id)

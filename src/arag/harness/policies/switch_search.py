@@ -6,7 +6,6 @@ from arag.harness.contract import Allow, Base, Policy, Refuse, RunView
 from arag.harness.reads import SENTENCE_CHARS, closest_sentences
 from arag.harness.registry import register
 from arag.tools.toolkit import ToolCall
-from arag.tools.view import shorten
 
 OTHER_SEARCH = {"keyword_search": "semantic_search", "semantic_search": "keyword_search"}
 SWITCH_SEARCH = {
@@ -53,5 +52,5 @@ class SwitchSearch(Policy):
         closest = closest_sentences(run, sorted(run.read_ids)) if run.read_ids else []
         if not closest:
             return Refuse(SEARCH_ANOTHER_WAY.format(how=how))
-        sentence, chunk_id = shorten(closest[0].sentence, SENTENCE_CHARS), closest[0].chunk_id
+        sentence, chunk_id = closest[0].shown(SENTENCE_CHARS), closest[0].chunk_id
         return Refuse(ANSWER_OR_SWITCH.format(sentence=sentence, chunk_id=chunk_id, how=how))
