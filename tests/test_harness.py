@@ -21,9 +21,11 @@ import arag
 from arag.agent import Agent, AgentResult, Step
 from arag.agent.actions import Action
 from arag.corpus.build import build_index
+from arag.errors import ConfigError
+from arag.eval.runner import check_run_dir
 from arag.eval.runs import confident_stop_threshold, load_runs, threshold_changes
 from arag.harness import POLICIES, Hold, NextAction, Policy, load_profile, register
-from arag.harness.profiles import policy_configs, resolved_policy_settings
+from arag.harness.profiles import policy_configs, resolved_policy_settings, with_default_settings
 from arag.index import Index
 from arag.models.endpoint import ChatTurn, Usage
 from arag.settings import AgentSettings
@@ -251,8 +253,17 @@ def test_a_run_recorded_before_the_harness_still_loads(tmp_path: Path, server: S
     assert confident_stop_threshold(run) == 0.8
     assert threshold_changes(records[0], 0.8, 0.5)  # read off the steps' recorded confidences
     config = json.loads((run / "config.json").read_text(encoding="utf-8"))
-    # what a run records of the policies' settings is what it recorded then: such a run can be resumed
-    assert resolved_policy_settings(AgentSettings()) == config["settings"]["agent"]["policy"]
+    # what a run records of the policies' settings is what it recorded then, a setting added since at its default
+    # (the behaviour before it): such a run can be resumed, and not under another value of a setting
+    recorded = config["settings"]["agent"]["policy"]
+    assert resolved_policy_settings(AgentSettings()) == with_default_settings(recorded)
+    now = {**config, "settings": {**config["settings"], "agent": {**config["settings"]["agent"]}}}
+    now["settings"]["agent"]["policy"] = resolved_policy_settings(AgentSettings())
+    check_run_dir(run, now)
+    other = AgentSettings(policy={"closest_sentence": {"pronouns": True}})
+    now["settings"]["agent"]["policy"] = resolved_policy_settings(other)
+    with pytest.raises(ConfigError, match=r"closest_sentence\.pronouns"):
+        check_run_dir(run, now)
     for command in (["report", str(run), "--out", str(tmp_path / "report")], ["analyze", str(run)]):
         done = run_cli("eval", *command, server=server, cache=tmp_path / "cache")
         assert done.returncode == 0, done.stderr

@@ -31,7 +31,7 @@ from arag.eval.metrics import (
     token_f1,
 )
 from arag.eval.runs import CONFIG, RESULTS, SUMMARY, mean_present, read_results, summarize
-from arag.harness.profiles import resolved_policy_settings
+from arag.harness.profiles import resolved_policy_settings, with_default_settings
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.models.llama_build import build_info
@@ -409,6 +409,9 @@ def check_run_dir(out_dir: Path, config: dict[str, Any]) -> None:
     if not config_path.exists():
         return
     previous = json.loads(config_path.read_text())
+    policy = ((previous.get("settings") or {}).get("agent") or {}).get("policy")
+    if isinstance(policy, dict):  # recorded before a setting was added: it ran with that setting's default
+        previous["settings"]["agent"]["policy"] = with_default_settings(policy)
     changed = _differences({k: previous.get(k) for k in _RUN_IDENTITY}, {k: config.get(k) for k in _RUN_IDENTITY})
     if changed:
         shown = "; ".join(changed[:3]) + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "")

@@ -177,6 +177,19 @@ def resolved_policy_settings(settings: AgentSettings) -> dict[str, dict[str, Any
     }
 
 
+def with_default_settings(recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A run's recorded ``agent.policy`` with every policy setting it lacks at its default: a setting added since
+    defaults to the behaviour before it, so a run recorded then ran with it (and can be resumed under it)."""
+    filled: dict[str, dict[str, Any]] = {}
+    for name, cls in sorted(POLICIES.items()):
+        if not cls.Settings.model_fields:
+            continue
+        own = recorded.get(name)
+        defaults = cls.Settings().model_dump(mode="json")
+        filled[name] = {**defaults, **own} if isinstance(own, dict) else defaults
+    return {**recorded, **filled}
+
+
 _COMPACT_ONLY = {f.name for f in fields(CompactView)} - {f.name for f in fields(ResultView)}
 
 
