@@ -623,6 +623,12 @@ def test_phrase_answer_reads_the_phrase_off_the_text_read_this_question(hippo_in
     assert restated is not None and restated.answer("20 March 851") == "20 March 851 [chunk Ermengarde of Tours#0]"
     assert restated.answer("Ermengarde") == "Tours [chunk Ermengarde of Tours#0]"
     assert policy.reread(run, "Franks [chunk Ermengarde of Tours#0]") is None  # a short answer that names something
+    # a phrase the answer's cited chunk does not hold cites the read chunk that holds it, not the sentence's chunk
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Hucbert#0"]})
+    elsewhere = policy.reread(run, "Hucbert was a Frankish nobleman, I read. [chunk Hucbert#0]")
+    assert "20 march 851" not in " ".join(hippo_index.read(["Hucbert#0"])[0][0].text.lower().split())
+    assert elsewhere is not None and elsewhere.answer("20 March 851") == "20 March 851 [chunk Ermengarde of Tours#0]"
+    assert elsewhere.answer("Hucbert") == "Hucbert [chunk Hucbert#0]"  # the answer's own chunk holds it: kept
 
 
 def test_phrase_answer_keeps_to_this_questions_reads_and_its_token_budget(hippo_index: Index) -> None:

@@ -43,17 +43,23 @@ if TYPE_CHECKING:
     from arag.corpus.build import StageProgress
 
 
-def run_index(run_dir: Path) -> tuple[Index, Settings]:
-    """The index a recorded run (``arag eval run``'s directory) used — its dataset's corpus with its index
-    settings — and those settings, so a script can check the run's records against what the run saw."""
+def run_dataset(run_dir: Path) -> Dataset:
+    """The dataset a recorded run (``arag eval run``'s directory) asked, over the corpus it asked it over."""
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     corpus_file = Path(config["corpus_file"])
     corpus = corpus_file.stem if corpus_file.stem in ("corpus", "chunks") else "auto"
     dataset = DatasetChoice(Path(config["dataset_path"]), corpus).load()
     if config.get("absent"):  # asked over the corpus without their evidence: that corpus's index
         dataset = replace(dataset, name=f"{dataset.name}-absent", corpus=corpus_file)
+    return dataset
+
+
+def run_index(run_dir: Path) -> tuple[Index, Settings]:
+    """The index a recorded run used — its dataset's corpus with its index settings — and those settings, so a
+    script can check the run's records against what the run saw."""
+    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     settings = load_settings(None, {"index": config["settings"]["index"]})
-    return index_for(dataset, settings.index), settings
+    return index_for(run_dataset(run_dir), settings.index), settings
 
 
 def index_for(
