@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.agent import Agent
+from arag.citations import without_citations
 from arag.corpus.build import build_index
 from arag.eval.metrics import KeyTerms
 from arag.eval.stats import wilson
@@ -96,7 +97,7 @@ def main() -> int:
                 "stop_reason": result.stop_reason,
                 "cited": cited,
                 "seconds": round(seconds, 1),
-                **score(question, terms, result.answer, result.not_found, texts),
+                **score(question, terms, without_citations(result.answer), result.not_found, texts),
             }
             records.append(record)
             print(

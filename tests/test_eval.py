@@ -113,6 +113,17 @@ def test_a_run_records_what_a_reread_changed(tmp_path: Path, server: ScriptedSer
     assert record["policies_acted"]["phrase_answer"] == 1 and len(record["model_calls"]) == 4
 
 
+def test_an_answer_is_scored_by_its_words_not_by_the_ids_it_cites(tmp_path: Path, server: ScriptedServer) -> None:
+    server.replies = [completion("She died in 850 [chunk 20 March 851#0] [chunk Ermengarde of Tours#0]")]
+    out = tmp_path / "run"
+    proc = run_eval("direct", out, "--limit", "1", server=server, cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert "[chunk 20 March 851#0]" in record["prediction"] and "20 March 851" in record["gold"]
+    assert record["contain_acc"] == 0.0 and record["exact_match"] == 0.0
+    assert record["f1"] == pytest.approx(0.0)  # "she died in 850" shares no word with the gold
+
+
 @pytest.mark.parametrize("method", list(METHODS))
 def test_runner_end_to_end_for_every_method(tmp_path: Path, server: ScriptedServer, method: str) -> None:
     server.replies = [*agent_script(method), completion("correct")]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arag.citations import without_citations
 from arag.errors import ARagError, ConfigError, EmbedderError, IndexFormatError, IndexNotFoundError
 from arag.eval.datasets import Dataset, Question, load_dataset
 from arag.eval.measures import answer_holder, citation_record
@@ -462,6 +463,7 @@ def run_eval(
         except Exception as exc:  # one question's failure, whatever it is, must not end the run
             output, error = MethodOutput("", "error"), f"{type(exc).__name__}: {exc}"
         citations = cited_evidence(index, gold, key_terms, question, output.prediction, output.retrieved_chunks)
+        words = without_citations(output.prediction)  # scored by what it says: a cited id naming the gold is no answer
         record: dict[str, Any] = {
             "id": question.id,
             "question": question.question,
@@ -471,10 +473,10 @@ def run_eval(
             **({"absent": True} if asked_absent else {}),
             "not_found": output.not_found,
             "citations": citations,
-            "contain_acc": contain_acc(output.prediction, question.answers),
-            "exact_match": exact_match(output.prediction, question.answers),
-            "f1": token_f1(output.prediction, question.answers),
-            **({"key_terms_acc": key_terms.score(question.id, output.prediction)} if key_terms else {}),
+            "contain_acc": contain_acc(words, question.answers),
+            "exact_match": exact_match(words, question.answers),
+            "f1": token_f1(words, question.answers),
+            **({"key_terms_acc": key_terms.score(question.id, words)} if key_terms else {}),
             "retrieved_tokens": output.retrieved_tokens,
             "steps": output.steps,
             "stop_reason": output.stop_reason,
