@@ -31,14 +31,13 @@ from typing import Any
 
 from arag.agent.state import RunState
 from arag.eval.runner import run_index
-from arag.eval.runs import CONFIG, RESULTS, read_results
+from arag.eval.runs import CONFIG, READ_HEADER, RESULTS, read_results
 from arag.harness.reads import SENTENCE_CHARS, closest_sentences
 from arag.index import Index
 from arag.settings import AgentSettings
 from arag.tools import ResultView, Toolkit
 
 NOTE = re.compile(r'Closest to the question: "(.*)" \[chunk ([^\]]+)\]\. If this answers', re.S)
-READ_HEADER = re.compile(r"^\[chunk ([^\]]+)\]", re.M)
 
 
 def run_for(index: Index, question: str) -> RunState:

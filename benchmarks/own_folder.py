@@ -62,7 +62,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--folder", type=Path, default=HERE / "handbook")
     parser.add_argument("--questions", type=Path, default=HERE / "questions.json")
-    parser.add_argument("--index", type=Path, help="where to build the index (default: a temporary folder)")
+    parser.add_argument(
+        "--index",
+        type=Path,
+        help="the index: built there when it holds none, else reused as it is (default: a temporary folder)",
+    )
     parser.add_argument("--profile", help="the agent's profile (default: the model's, compact when embedded)")
     parser.add_argument("--policy", action="append", default=[], help="+NAME / -NAME, as arag ask --policy")
     parser.add_argument("--out", type=Path, help="write one JSON line per question here")

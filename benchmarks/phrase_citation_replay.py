@@ -26,11 +26,9 @@ from arag.citations import cited_ids, without_citations
 from arag.corpus.chunking import count_tokens
 from arag.eval.metrics import KeyTerms
 from arag.eval.runner import GoldChunks, cited_evidence, run_dataset, run_index
-from arag.eval.runs import CONFIG, RESULTS, read_results
-from arag.harness.policies.phrase_answer import PhraseAnswerSettings
-from arag.text import normalize_answer
+from arag.eval.runs import CONFIG, READ_HEADER, RESULTS, read_results
+from arag.harness.policies.phrase_answer import PhraseAnswerSettings, phrase_citations
 
-SECTION = re.compile(r"^\[chunk ([^\]]+)\][^\n]*\n", re.M)
 NOTE = re.compile(r"^(?:Closest to the question|These are only snippets|You |Read |Not yet read)", re.M)
 
 
@@ -41,10 +39,10 @@ def shown_reads(record: dict[str, Any], budget: int, encoding: str = "cl100k_bas
         if step.get("tool") != "chunk_read":
             continue
         observation = str(step.get("observation") or "")
-        sections = list(SECTION.finditer(observation))
+        sections = list(READ_HEADER.finditer(observation))
         for i, section in enumerate(sections):
             end = sections[i + 1].start() if i + 1 < len(sections) else len(observation)
-            text = observation[section.end() : end]
+            text = observation[observation.find("\n", section.end(), end) + 1 : end]  # after the header's line
             note = NOTE.search(text)
             pieces.setdefault(section.group(1), text[: note.start()] if note else text)
     kept = []
@@ -55,14 +53,6 @@ def shown_reads(record: dict[str, Any], budget: int, encoding: str = "cl100k_bas
         budget -= cost
         kept.append((chunk_id, text))
     return kept
-
-
-def cited_now(phrase: str, answer: str, pieces: list[tuple[str, str]], shown: set[str]) -> list[str]:
-    """The rule of phrase_answer.phrase_citations, on recorded text (the answer's citations of chunks shown)."""
-    cited = [c for c in cited_ids(answer, shown) if c in shown]
-    wanted = normalize_answer(phrase)
-    holding = [chunk_id for chunk_id, text in pieces if wanted and wanted in normalize_answer(text)]
-    return [c for c in cited if c in holding] or holding or cited
 
 
 def main() -> None:
@@ -93,7 +83,7 @@ def main() -> None:
                     phrase = without_citations(after).strip()
                     pieces = shown_reads(record, budget)
                     shown = {str(c) for c in record.get("retrieved_chunks") or []} | {c for c, _ in pieces}
-                    cited = cited_now(phrase, before, pieces, shown)
+                    cited = phrase_citations(phrase, [c for c in cited_ids(before, shown) if c in shown], pieces)
                     prediction = " ".join([phrase, *(f"[chunk {c}]" for c in cited)])
                     if prediction != after:
                         changed += 1

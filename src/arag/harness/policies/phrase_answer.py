@@ -113,16 +113,17 @@ class PhraseAnswer(Policy):
             ):
                 return answer  # a placeholder, a refusal, the answer again or the question's own words: it stands
             self.acted()
-            return " ".join([cleaned, *(f"[chunk {c}]" for c in phrase_citations(cleaned, answer, run, pieces))])
+            cited = phrase_citations(cleaned, [c["chunk_id"] for c in run.citations(answer) if c["verified"]], pieces)
+            return " ".join([cleaned, *(f"[chunk {c}]" for c in cited)])
 
         return Reread(messages, phrase)
 
 
-def phrase_citations(phrase: str, answer: str, run: RunView, pieces: list[tuple[str, str]]) -> list[str]:
-    """What the phrase read off the text cites: the chunks the model's answer cited that hold the phrase, else the
-    read chunks that hold it, else the ones the answer cited. The answer was a sentence, often of another chunk than
-    the one the phrase comes from ("Requests for leave go through the HR portal …", cited for "47 minutes")."""
-    cited = [c["chunk_id"] for c in run.citations(answer) if c["verified"]]
+def phrase_citations(phrase: str, cited: list[str], pieces: list[tuple[str, str]]) -> list[str]:
+    """What the phrase read off the text (``pieces``: chunk id, text as read) cites: the chunks the model's answer
+    ``cited`` that hold the phrase, else the read chunks that hold it, else the cited ones. The answer was a sentence,
+    often of another chunk than the one the phrase comes from ("Requests for leave go through the HR portal …",
+    cited for "47 minutes")."""
     wanted = normalize_answer(phrase)
     holding = [chunk_id for chunk_id, shown in pieces if wanted and wanted in normalize_answer(shown)]
     return [c for c in cited if c in holding] or holding or cited
