@@ -11,6 +11,15 @@ refused replaced by its "Not in the documents" (scores 0, nothing cited, the cal
     python benchmarks/honest_answers.py --key-terms benchmarks/key_terms/graphrag-bench-medical.json \\
         --before runs/after-medical runs/after-absent-medical --after runs/check/after-medical \\
         runs/check/after-absent-medical
+
+With ``agent.policy.answer_check.search_again`` the first "not stated" for an answer the model gave on its own (not
+the step limit's) sends it back to search on: those runs change from the check on and must be answered again live.
+Their ids go to ``OUT/NAME/search_again.ids``; ``OUT/NAME/search_again-kept.jsonl`` holds every other replayed
+result, the start of a spliced run (copy it to a new run directory's results.jsonl, run the run's command with the
+setting: only the ids missing are answered)::
+
+    mkdir runs/again-medical && cp runs/check/after-medical/search_again-kept.jsonl runs/again-medical/results.jsonl
+    ARAG_AGENT__POLICY__ANSWER_CHECK__SEARCH_AGAIN=true arag eval run … --policy +answer_check --out runs/again-medical
 """
 
 from __future__ import annotations
@@ -59,8 +68,11 @@ def main() -> None:
         config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
         config["replayed"] = {"policy": "answer_check", "window": args.window, "from": str(run_dir)}
         (out / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-        acted = 0
-        with (out / RESULTS).open("w", encoding="utf-8") as results:
+        acted, again = 0, []
+        with (
+            (out / RESULTS).open("w", encoding="utf-8") as results,
+            (out / "search_again-kept.jsonl").open("w", encoding="utf-8") as kept,
+        ):
             for record in read_results(run_dir / RESULTS).values():
                 answer, question = str(record.get("prediction") or ""), str(record["question"])
                 text = check_text(index, chunks_read(record), question, answer, args.window) if answer else None
@@ -70,6 +82,8 @@ def main() -> None:
                     record["latency_s"] = round(float(record.get("latency_s") or 0) + time.monotonic() - began, 3)
                     if not answers_question(reply):
                         acted += 1
+                        if record.get("stop_reason") == "answered":
+                            again.append(str(record["id"]))
                         refusal = unanswered(searched(record))
                         record["policy_records"] = {
                             **(record.get("policy_records") or {}),
@@ -80,8 +94,11 @@ def main() -> None:
                         record.update({k: 0.0 for k in SCORES if record.get(k) is not None})
                         record["citations"] = {"cited": [], "unshown": [], "holding": []}
                 results.write(json.dumps(record) + "\n")
+                if str(record["id"]) not in again:
+                    kept.write(json.dumps(record) + "\n")
+        (out / "search_again.ids").write_text("".join(f"{i}\n" for i in again), encoding="utf-8")
         index.close()
-        print(f"{run_dir.name}: the check refused {acted} answer(s)", flush=True)
+        print(f"{run_dir.name}: the check refused {acted} answer(s), {len(again)} of them the model's own", flush=True)
 
 
 if __name__ == "__main__":

@@ -1283,3 +1283,36 @@ def test_answer_check_makes_an_answer_its_sentences_do_not_state_not_in_the_docu
         server.replies = [*search_read, near_miss, reply]
         kept = agent.run(question)
         assert kept.answer == "St. Maurice's Abbey [chunk Hucbert#0]" and not kept.error
+
+
+def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    question = "When did the brother of Teutberga die?"
+    first_hop = completion(json.dumps({"found": "x", "answer": "Hucbert [chunk Teutberga#0]"}))
+    teutberga = [action("keyword_search", keywords=["Teutberga"]), action("chunk_read", chunk_ids=["Teutberga#0"])]
+    hucbert = [action("keyword_search", keywords=["Hucbert"]), action("chunk_read", chunk_ids=["Hucbert#0"])]
+    died = completion(json.dumps({"found": "x", "answer": "864 [chunk Hucbert#0]"}))
+    server.replies = [*teutberga, first_hop, completion("not stated"), *hucbert, died, completion("864")]
+    policy = {"answer_check": {"search_again": True}}
+    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+answer_check"], policy=policy)
+    result = agent.run(question)
+    assert result.stop_reason == "answered" and result.answer == "864 [chunk Hucbert#0]"
+    assert result.policies_acted["answer_check"] == 1 and len(server.requests) == 8
+    # the model was told why its answer came back, naming it, before its next search
+    told = server.requests[4]["messages"][-1]["content"]
+    assert told.startswith('The text you read does not state that "Hucbert" answers the question')
+    assert "Not in the documents" in told and "[chunk" not in told
+    # sent back once: the next answer the check does not find stated is "Not in the documents"
+    again = completion(json.dumps({"found": "x", "answer": "Lothair II [chunk Hucbert#0]"}))
+    server.replies = [*teutberga, first_hop, completion("not stated"), *hucbert, again, completion("not stated")]
+    server.requests.clear()
+    refused = agent.run(question)
+    assert refused.answer.startswith("Not in the documents: what was read does not state it")
+    assert refused.policies_acted["answer_check"] == 2 and len(server.requests) == 8
+    # the answer at the step limit cannot go back: "not stated" there is "Not in the documents" at once
+    server.replies = [*teutberga, first_hop, completion("not stated")]
+    server.requests.clear()
+    forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+answer_check"], policy=policy).run(question)
+    assert forced.stop_reason == "max_steps" and forced.answer.startswith("Not in the documents")
+    assert len(server.requests) == 4

@@ -736,6 +736,30 @@ def test_answer_check_turns_an_answer_its_sentences_do_not_state_into_not_in_the
         assert same.reread(asked, "Hucbert [chunk Hucbert#0]") is None
 
 
+def test_answer_check_search_again_holds_the_first_unstated_answer_once(hippo_index: Index) -> None:
+    question = "When did Teutberga's brother die?"
+    run, (policy,) = fake_run(
+        hippo_index, "answer_check", question=question, policy={"answer_check": {"search_again": True}}
+    )
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Teutberga#0"]})
+    reread = policy.reread(run, "Hucbert [chunk Teutberga#0]")
+    assert reread is not None and reread.answer("Hucbert") == "Hucbert [chunk Teutberga#0]"  # stated: it stands
+    held = reread.answer("not stated")
+    assert isinstance(held, Hold) and held.message.startswith('The text you read does not state that "Hucbert"')
+    assert not held.read and acted([policy]) == {"answer_check": 1}
+    # once: the next unstated answer is "Not in the documents"
+    again = policy.reread(run, "Lothair II [chunk Teutberga#0]")
+    assert again is not None and str(again.answer("not stated")).startswith("Not in the documents")
+    # the forced answer cannot be sent back: its first "not stated" is the refusal
+    forced, (fresh,) = fake_run(
+        hippo_index, "answer_check", question=question, policy={"answer_check": {"search_again": True}}
+    )
+    guarded_call(forced, [fresh], "chunk_read", {"chunk_ids": ["Teutberga#0"]})
+    forced.stop_reason = "max_steps"
+    last = fresh.reread(forced, "Hucbert [chunk Teutberga#0]")
+    assert last is not None and str(last.answer("not stated")).startswith("Not in the documents")
+
+
 @given(question=st.text(max_size=60), answer=st.text(max_size=60))
 def test_answer_check_text_takes_any_question_and_answer(hippo_index: Index, question: str, answer: str) -> None:
     read = ["Teutberga#0", "Hucbert#0", "no such chunk"]

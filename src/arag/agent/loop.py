@@ -16,7 +16,7 @@ from arag.agent.questions import check_question
 from arag.agent.state import AgentResult, RunState, Step
 from arag.errors import ConfigError, LLMError, OutputRejected, TimeBudgetExceeded
 from arag.filters import Filter, parse_filter
-from arag.harness import Base, Harness, ReadInstead, Refuse, Stands, resolve
+from arag.harness import Base, Harness, Hold, ReadInstead, Refuse, Stands, resolve
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings
@@ -201,7 +201,13 @@ class Agent:
             except (TimeBudgetExceeded, LLMError):  # the reread is an extra: its failure costs it, not the answer
                 continue
             run.record_turn(turn, time.perf_counter() - started, False, getattr(self.model, "model", ""))
-            answer = run.reread_answer(name, answer, reread.answer(turn.content or ""))
+            turned = reread.answer(turn.content or "")
+            if isinstance(turned, Hold):
+                if run.stop_reason is None:  # the model still acts: the answer goes back, the run goes on
+                    self._send_back(run, harness, turned)
+                    return
+                continue  # the forced answer cannot be sent back: it stands
+            answer = run.reread_answer(name, answer, turned)
         run.finish(answer, reason)
 
     def _held(self, run: RunState, harness: Harness, answer: str) -> bool:
@@ -210,12 +216,15 @@ class Agent:
         hold = harness.hold(run, answer)
         if hold is None:
             return False
+        self._send_back(run, harness, hold)
+        return True
+
+    def _send_back(self, run: RunState, harness: Harness, hold: Hold) -> None:
         if hold.read:
             read = ToolCall(run.toolkit.names["chunk_read"], {"chunk_ids": hold.read})
             self._show(run, harness, read, run.harness_read(hold.read), note=hold.message, why=hold.why)
         else:
             run.tell(hold.message)
-        return True
 
     def _call_tools(self, run: RunState, harness: Harness, calls: list[ToolCall]) -> None:
         """One tool step: the first call (every call with parallel_tool_calls); a repeated one is refused, unless

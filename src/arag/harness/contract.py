@@ -23,7 +23,7 @@ The hooks, in the order a question meets them:
 * ``after_result(run, result)`` → ``str``: a note added to a result the model is about to see (whoever made the
   call).
 * ``reread(run, answer)`` → :class:`Reread`: one more model call, without tools, that turns the final answer into
-  another.
+  another, or (while the model acts, not for the forced answer) sends it back like a hold.
 * ``record(run)`` → ``dict``: what the policy adds to the result, under its name (``AgentResult.policy_records``).
 
 Where the order of a bundle's policies matters (the first hold wins, the first repeat outcome wins, call edits and
@@ -266,10 +266,12 @@ class CallEdit:
 @dataclass
 class Reread:
     """One more model call before the run ends: ``messages`` (no tools, no grammar); ``answer`` turns its reply
-    into the final answer (an empty or unusable reply: the answer the model gave)."""
+    into the final answer (an empty or unusable reply: the answer the model gave), or into a :class:`Hold`: the
+    answer is sent back and the run goes on. A hold is taken only while the model acts; for the forced answer
+    (``run.stop_reason`` set) the loop keeps the answer, so a policy gives its last word there itself."""
 
     messages: list[dict[str, str]]
-    answer: Callable[[str], str]
+    answer: Callable[[str], str | Hold]
 
 
 # ---------------------------------------------------------------- the policy

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from arag.citations import without_citations
-from arag.harness.contract import Policy, Reread, RunView
+from arag.harness.contract import Hold, Policy, Reread, RunView
 from arag.harness.reads import searched_for
 from arag.harness.registry import register
 from arag.harness.text import choice_options, yes_no_question
@@ -21,6 +23,11 @@ CHECK_PROMPT = (
 )
 CHECK_TEXT = "Text:\n{text}\n\nQuestion: {question}"
 UNANSWERED = NOT_IN_DOCUMENTS + ": what was read does not state it (searched for: {searched})."
+SEARCH_AGAIN = (
+    'The text you read does not state that "{answer}" answers the question. If "{answer}" is only a step on the '
+    "way (a name the question leads through), search for what the question asks about it. Else search with other "
+    'words. If the documents do not hold the answer, answer "' + NOT_IN_DOCUMENTS + '".'
+)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -77,6 +84,16 @@ def unanswered(searched: list[str]) -> str:
     return UNANSWERED.format(searched="; ".join(f'"{s}"' for s in searched[:6]) or "nothing")
 
 
+class AnswerCheckSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    search_again: bool = Field(
+        False,
+        description='The first "not stated" sends the answer back once, to search on (a multi-hop answer that is '
+        'its first hop; a near miss); the next, or one for the answer at the step limit, is "Not in the documents".',
+    )
+
+
 @register
 class AnswerCheck(Policy):
     """A 1.5B model asked about something the documents do not hold answers with what it read nearby: "Actinic
@@ -88,13 +105,22 @@ class AnswerCheck(Policy):
     the right ones measured. So one more call without tools, after the final answer (and after phrase_answer),
     asks that; "not stated" turns the answer into "Not in the documents" naming what was searched. A refusal, an
     either-or and a yes/no answer are left alone (their sentence seldom states the comparison), and so is a run
-    that read nothing. Off by default: measured in docs/results.md (``--policy +answer_check``)."""
+    that read nothing. Off by default: measured in docs/results.md (``--policy +answer_check``).
+
+    With ``search_again``, the first "not stated" sends the answer back instead, once, while steps remain: the
+    answers it turned into refusals on answerable questions were mostly a multi-hop question's first hop (a
+    person's name for where they died), which the next search can complete."""
 
     name = "answer_check"
     summary = (
         'the sentences an answer came from are asked the question again, in one more call; "not stated" makes the '
         'answer "Not in the documents"'
     )
+    Settings = AnswerCheckSettings
+    config: AnswerCheckSettings
+
+    def start(self, run: RunView) -> None:
+        self.sent_back = False
 
     def reread(self, run: RunView, answer: str) -> Reread | None:
         if not checked(run.question, answer):
@@ -103,10 +129,13 @@ class AnswerCheck(Policy):
         if text is None:
             return None
 
-        def verdict(reply: str) -> str:
+        def verdict(reply: str) -> str | Hold:
             if answers_question(reply):
                 return answer
             self.acted()
+            if self.config.search_again and not self.sent_back and run.stop_reason is None:
+                self.sent_back = True
+                return Hold(SEARCH_AGAIN.format(answer=without_citations(answer).strip()[:200]))
             return unanswered(searched_for(run))
 
         return Reread(check_messages(text, run.question), verdict)
