@@ -109,7 +109,8 @@ class AnswerCheck(Policy):
 
     With ``search_again``, the first "not stated" sends the answer back instead, once, while steps remain: the
     answers it turned into refusals on answerable questions were mostly a multi-hop question's first hop (a
-    person's name for where they died), which the next search can complete."""
+    person's name for where they died), which a next search could complete. Measured on the embedded model it
+    changed no outcome on either dev set (docs/notebook/2026-12-06-a-second-chance-after-the-check.md): off."""
 
     name = "answer_check"
     summary = (
