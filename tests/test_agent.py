@@ -1285,6 +1285,35 @@ def test_answer_check_makes_an_answer_its_sentences_do_not_state_not_in_the_docu
         assert kept.answer == "St. Maurice's Abbey [chunk Hucbert#0]" and not kept.error
 
 
+def test_next_hop_reads_the_person_a_first_hop_names_and_asks_again(hippo_index: Index, server: ScriptedServer) -> None:
+    question = "When did the brother of Teutberga die?"
+    teutberga = [action("keyword_search", keywords=["Teutberga"]), action("chunk_read", chunk_ids=["Teutberga#0"])]
+    first_hop = completion(json.dumps({"found": "x", "answer": "Hucbert [chunk Teutberga#0]"}))
+    died = completion(json.dumps({"found": "x", "answer": "864 [chunk Hucbert#0]"}))
+    server.replies = [*teutberga, first_hop, completion("Yes."), died]
+    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+next_hop"])
+    result = agent.run(question)
+    assert result.stop_reason == "answered" and result.answer == "864 [chunk Hucbert#0]"
+    assert result.policies_acted["next_hop"] == 1 and len(server.requests) == 5
+    assert server.requests[3]["messages"][-1]["content"] == 'Is "Hucbert" the name of a person?'
+    # the harness read Hucbert's own chunk for the model, then said why and asked the question again
+    told = server.requests[4]["messages"][-1]["content"]
+    assert "Hucbert( died 864) was a Frankish nobleman" in told
+    assert 'You answered "Hucbert", a person, but the question asks for a date' in told and question in told
+    assert "Hucbert#0" in result.read_chunks and result.citations and result.policy_records["next_hop"]["hops"]
+    # not a person: the answer stands, one call spent
+    server.replies = [*teutberga, first_hop, completion("No")]
+    server.requests.clear()
+    kept = agent.run(question)
+    assert kept.answer == "Hucbert [chunk Teutberga#0]" and len(server.requests) == 4
+    assert "next_hop" not in kept.policies_acted
+    # the answer at the step limit is not checked: no call
+    server.replies = [*teutberga, first_hop]
+    server.requests.clear()
+    forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+next_hop"]).run(question)
+    assert forced.stop_reason == "max_steps" and forced.answer.startswith("Hucbert") and len(server.requests) == 3
+
+
 def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(
     hippo_index: Index, server: ScriptedServer
 ) -> None:
@@ -1295,7 +1324,8 @@ def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(
     died = completion(json.dumps({"found": "x", "answer": "864 [chunk Hucbert#0]"}))
     server.replies = [*teutberga, first_hop, completion("not stated"), *hucbert, died, completion("864")]
     policy = {"answer_check": {"search_again": True}}
-    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+answer_check"], policy=policy)
+    checks = ["+answer_check", "-next_hop"]  # next_hop would send "Hucbert" back first: the check alone here
+    agent = local_json_agent(hippo_index, server, max_steps=6, policies=checks, policy=policy)
     result = agent.run(question)
     assert result.stop_reason == "answered" and result.answer == "864 [chunk Hucbert#0]"
     assert result.policies_acted["answer_check"] == 1 and len(server.requests) == 8
@@ -1313,6 +1343,6 @@ def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(
     # the answer at the step limit cannot go back: "not stated" there is "Not in the documents" at once
     server.replies = [*teutberga, first_hop, completion("not stated")]
     server.requests.clear()
-    forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+answer_check"], policy=policy).run(question)
+    forced = local_json_agent(hippo_index, server, max_steps=2, policies=checks, policy=policy).run(question)
     assert forced.stop_reason == "max_steps" and forced.answer.startswith("Not in the documents")
     assert len(server.requests) == 4

@@ -31,6 +31,7 @@ from arag.harness import (
 )
 from arag.harness.policies.answer_check import CHECK_PROMPT, check_text
 from arag.harness.policies.grounded_answer import mend_citations
+from arag.harness.policies.next_hop import HOP, PERSON_QUESTION, asks_for, bare_name
 from arag.harness.policies.phrase_answer import PHRASE_ANSWER
 from arag.harness.reads import SENTENCE_CHARS, Evidence, closest_sentences, question_scores, reads_left, unread_hits
 from arag.harness.text import says_nothing
@@ -758,6 +759,115 @@ def test_answer_check_search_again_holds_the_first_unstated_answer_once(hippo_in
     forced.stop_reason = "max_steps"
     last = fresh.reread(forced, "Hucbert [chunk Teutberga#0]")
     assert last is not None and str(last.answer("not stated")).startswith("Not in the documents")
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When did Teutberga's brother die?", "a date"),
+        ("What year did the office open?", "a date"),
+        ("Where was the place of death of Maurice's father?", "a place"),
+        ("What is the place of birth of the director of film Fortunella?", "a place"),
+        ("In which city was the husband of Teutberga born?", "a place"),
+        ("What nationality is Hypsicratea's husband?", "a nationality"),
+        ("Which country the performer of song I Like Control is from?", "a nationality"),
+        ("What is the job title of the postmortem's owner?", "a title or a role"),
+        ("How many engineers are on the team?", "a number"),
+        ("Which team does the owner of the June postmortem manage?", "a team or an organisation"),
+        ("Who is the mother of Mehmed II?", None),  # a person is the answer
+        ("What is trimodal therapy in bladder cancer?", None),
+        ("Which film came out first, Blue Lake or Red Sky?", None),  # either-or: its options are the answer
+        ("Was Hucbert born in Valais?", None),  # yes/no
+    ],
+)
+def test_next_hop_reads_what_kind_of_answer_a_question_asks_for(question: str, kind: str | None) -> None:
+    assert asks_for(question) == kind
+
+
+def test_next_hop_checks_only_a_short_name() -> None:
+    assert bare_name("Hucbert [chunk Teutberga#0]") == "Hucbert"
+    assert bare_name("  Eduardo De Filippo. ") == "Eduardo De Filippo"
+    for answer in ("864", "8 August 869", "Not in the documents (searched for: Hucbert).", "", "[chunk Hucbert#0]"):
+        assert bare_name(answer) is None
+    assert bare_name("the lay abbot of the abbey of St. Maurice in Valais") is None  # a sentence, not a name
+
+
+def test_next_hop_sends_a_first_hop_back_with_the_person_s_own_text(hippo_index: Index) -> None:
+    question = "When did Teutberga's brother die?"
+    run, (policy,) = fake_run(hippo_index, "next_hop", question=question)
+    guarded_call(run, [policy], "keyword_search", {"keywords": ["Teutberga"]})
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Teutberga#0"]})
+    answer = "Hucbert [chunk Teutberga#0]"
+    reread = policy.reread(run, answer)
+    assert isinstance(reread, Reread)
+    assert reread.messages[-1] == {"role": "user", "content": PERSON_QUESTION.format(name="Hucbert")}
+    # not a person (or no verdict): the answer stands, nothing acted
+    for reply in ("No.", "no, it is a place", "", "I cannot tell"):
+        assert reread.answer(reply) == answer
+    assert acted([policy]) == {}
+    held = reread.answer("Yes, it is.")
+    assert isinstance(held, Hold) and held.read == ["Hucbert#0"] and held.why
+    assert held.message == HOP.format(name="Hucbert", kind="a date", question=question)
+    assert acted([policy]) == {"next_hop": 1}
+    assert policy.record(run) == {"hops": [{"answer": "Hucbert", "kind": "a date", "shown": ["read", "Hucbert#0"]}]}
+    # once per question: the next answer is not checked
+    assert policy.reread(run, "Lothair II [chunk Hucbert#0]") is None
+    # the forced answer, a date, a refusal, a "who" question, an either-or: no check, no call
+    forced, (fresh,) = fake_run(hippo_index, "next_hop", question=question)
+    forced.stop_reason = "max_steps"
+    assert fresh.reread(forced, answer) is None
+    asked, (other,) = fake_run(hippo_index, "next_hop", question=question)
+    assert other.reread(asked, "864 [chunk Hucbert#0]") is None
+    assert other.reread(asked, "Not in the documents (searched for: Teutberga).") is None
+    for not_asked in ("Who was Teutberga's brother?", "Who died first, Hucbert or Teutberga?"):
+        who, (same,) = fake_run(hippo_index, "next_hop", question=not_asked)
+        assert same.reread(who, answer) is None
+
+
+def test_next_hop_quotes_the_person_s_own_text_when_it_was_read_and_else_asks_for_a_search(hippo_index: Index) -> None:
+    question = "When did Teutberga's brother die?"
+    run, (policy,) = fake_run(hippo_index, "next_hop", question=question)
+    guarded_call(run, [policy], "chunk_read", {"chunk_ids": ["Teutberga#0", "Hucbert#0"]})
+    reread = policy.reread(run, "Hucbert [chunk Teutberga#0]")
+    assert reread is not None
+    held = reread.answer("yes")
+    # Hucbert's own text was read and the model answered the name: its opening is quoted, nothing read again
+    assert isinstance(held, Hold) and not held.read
+    assert 'You read about Hucbert in [chunk Hucbert#0]: "Hucbert( died 864) was a Frankish nobleman.' in held.message
+    assert held.message.endswith(question)
+    # no document is titled by the name and every hit for it was read: the model is asked to search
+    asked = "Where was Teutberga's father born?"
+    other, (fresh,) = fake_run(hippo_index, "next_hop", question=asked)
+    every = [hit.chunk_id for hit in hippo_index.keyword_search(["Boso the Elder"], 5)]
+    guarded_call(other, [fresh], "chunk_read", {"chunk_ids": every})
+    again = fresh.reread(other, "Boso the Elder [chunk Teutberga#0]")
+    assert again is not None
+    search = again.answer("Yes")
+    assert isinstance(search, Hold) and not search.read and "Search for" in search.message
+    assert fresh.record(other) == {"hops": [{"answer": "Boso the Elder", "kind": "a place", "shown": None}]}
+
+
+def test_next_hop_sends_an_address_given_for_who_back_without_a_call(hippo_index: Index) -> None:
+    question = "Who leads the Lisbon office?"
+    run, (policy,) = fake_run(hippo_index, "next_hop", question=question)
+    held = policy.on_answer(run, "lisbon-lead@example.com [chunk Teutberga#0]")
+    assert isinstance(held, Hold) and '"lisbon-lead@example.com" is an address' in held.message
+    assert policy.on_answer(run, "ops@example.com") is None  # once
+    other, (same,) = fake_run(hippo_index, "next_hop", question=question)
+    assert same.on_answer(other, "Maria Castellanos [chunk Teutberga#0]") is None
+    where, (kept,) = fake_run(hippo_index, "next_hop", question="Where is the office?")
+    assert kept.on_answer(where, "https://example.com/lisbon") is None  # not a "who" question
+
+
+@given(question=st.text(max_size=80), answer=st.text(max_size=80))
+def test_next_hop_takes_any_question_and_answer(hippo_index: Index, question: str, answer: str) -> None:
+    run, (policy,) = fake_run(hippo_index, "next_hop", question=question)
+    kind, name = asks_for(question), bare_name(answer)
+    reread = policy.reread(run, answer)
+    assert (reread is None) == (kind is None or name is None)
+    if reread is not None:
+        held = reread.answer("yes")
+        assert isinstance(held, Hold) and len(held.read) <= 1
 
 
 @given(question=st.text(max_size=60), answer=st.text(max_size=60))
