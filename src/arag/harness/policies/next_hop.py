@@ -10,7 +10,8 @@ from arag.citations import without_citations
 from arag.harness.contract import Hold, Policy, Reread, RunView
 from arag.harness.registry import register
 from arag.harness.text import choice_options, yes_no_question
-from arag.index import title_of
+from arag.index import Index, title_of
+from arag.store import ChunkRecord
 from arag.text import says_not_found
 
 # What a question asks for, by its words; the first that matches names it. A question none matches ("Who …",
@@ -108,30 +109,26 @@ def person_messages(name: str) -> list[dict[str, str]]:
     ]
 
 
-def text_about(run: RunView, name: str) -> tuple[str, str] | None:
+def text_about(run: RunView, name: str) -> tuple[str, ChunkRecord] | None:
     """What to show about ``name``: among the keyword search's first hits for it (in the run's scope), the chunk of
     a document titled by the name ("read" it if unread, else "quote" its opening: the model read it and answered
     the name), else the first hit not yet read ("read"); None when there is none."""
     index = run.toolkit.index
     hits = [hit.chunk_id for hit in index.keyword_search([name], HITS_LOOKED_AT, run.toolkit.scope)]
     records, _missing = index.read(hits)
-    own = [r.chunk_id for r in records if title_of(r.doc_id).strip().lower() == name.lower()]
+    own = [r for r in records if title_of(r.doc_id).strip().lower() == name.lower()]
     if own:
-        return ("read" if own[0] not in run.read_ids else "quote"), own[0]
-    unread = [r.chunk_id for r in records if r.chunk_id not in run.read_ids]
+        return ("read" if own[0].chunk_id not in run.read_ids else "quote"), own[0]
+    unread = [r for r in records if r.chunk_id not in run.read_ids]
     return ("read", unread[0]) if unread else None
 
 
-def opening(run: RunView, chunk_id: str) -> str:
+def opening(index: Index, record: ChunkRecord) -> str:
     """The first sentences of a chunk, up to :data:`QUOTED_CHARS` (a person's own text opens with who they are:
     born, died, where)."""
-    records, _missing = run.toolkit.index.read([chunk_id])
-    if not records:
-        return ""
-    title = records[0].doc_id
-    sentences = [" ".join(s.split()) for s in run.toolkit.index.sentences(records[0])]
+    title = record.doc_id
     quoted = ""
-    for sentence in sentences:
+    for sentence in (" ".join(s.split()) for s in index.sentences(record)):
         if not quoted and sentence.removeprefix(title).strip().startswith(title):
             sentence = sentence.removeprefix(title).strip()  # a passage opening with its title: said once
         if quoted and len(quoted) + len(sentence) > QUOTED_CHARS:
@@ -189,14 +186,16 @@ class NextHop(Policy):
             self.sent_back = True
             self.acted()
             about = text_about(run, name)
-            self.hops.append({"answer": name, "kind": kind, "shown": list(about) if about else None})
+            self.hops.append({"answer": name, "kind": kind, "shown": [about[0], about[1].chunk_id] if about else None})
             if about is None:
                 return Hold(HOP_SEARCH.format(name=name, kind=kind, question=run.question))
-            how, chunk = about
+            how, record = about
+            q = run.question
             if how == "quote":
-                quoted = opening(run, chunk)
-                return Hold(HOP_QUOTE.format(name=name, kind=kind, chunk=chunk, quoted=quoted, question=run.question))
-            return Hold(HOP.format(name=name, kind=kind, question=run.question), read=[chunk], why="for the next hop")
+                quoted = opening(run.toolkit.index, record)
+                return Hold(HOP_QUOTE.format(name=name, kind=kind, chunk=record.chunk_id, quoted=quoted, question=q))
+            said = HOP.format(name=name, kind=kind, question=run.question)
+            return Hold(said, read=[record.chunk_id], why="for the next hop")
 
         return Reread(person_messages(name), verdict)
 
