@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from arag.agent import Agent
 from arag.agent.prompts import REPEATED
+from arag.agent.state import AgentResult
 from arag.errors import ConfigError
 from arag.harness.contract import NextAction
 from arag.harness.grammar import action_schema
@@ -597,7 +598,8 @@ def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) ->
 def test_compact_comparison_reads_both_hits_in_one_step_and_counts_two_plan_searches(
     people_index: Index, server: ScriptedServer
 ) -> None:
-    agent = local_json_agent(people_index, server, max_steps=4)
+    # compare_dates would ask for the two dates after the answer (one more request): the plan's count alone here
+    agent = local_json_agent(people_index, server, max_steps=4, policies=["-compare_dates"])
     search = {
         "plan": ["year of Fortunella", "founding of Town 7"],
         "found": "nothing yet",
@@ -908,8 +910,10 @@ def test_compact_either_or_answer_with_one_option_unread_is_held_once(
         completion(tool_calls=[tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c4")]),
         completion("Hucbert [chunk Hucbert#0] [chunk Anne of Kiev#0]"),
     ]
-    # option_check is off in the compact default since its ablation (docs/results.md); switched on for this run
-    result = compact_agent(hippo_index, server, max_steps=5, policies=["+option_check"]).run(
+    # option_check is off in the compact default since its ablation (docs/results.md); switched on for this run,
+    # and compare_dates off (it would ask for the dates after each answer): the hold alone here
+    checks = ["+option_check", "-compare_dates"]
+    result = compact_agent(hippo_index, server, max_steps=5, policies=checks).run(
         "Who died first, Hucbert or Anne of Kiev?"
     )
     held = server.requests[3]["messages"][-1]["content"]
@@ -924,7 +928,7 @@ def test_compact_either_or_answer_with_one_option_unread_is_held_once(
         completion("Hucbert"),
         completion("Hucbert"),
     ]
-    again = compact_agent(hippo_index, server, max_steps=4, policies=["+option_check"]).run(
+    again = compact_agent(hippo_index, server, max_steps=4, policies=checks).run(
         "Who died first, Hucbert or Anne of Kiev?"
     )
     assert again.stop_reason == "answered" and again.answer == "Hucbert" and len(server.requests) == 10
@@ -1285,6 +1289,13 @@ def test_answer_check_makes_an_answer_its_sentences_do_not_state_not_in_the_docu
         assert kept.answer == "St. Maurice's Abbey [chunk Hucbert#0]" and not kept.error
 
 
+def run_again(agent: Agent, server: ScriptedServer, replies: list[dict[str, object]], question: str) -> AgentResult:
+    """The question asked again of a scripted server that replies ``replies`` (its requests counted afresh)."""
+    server.replies = replies
+    server.requests.clear()
+    return agent.run(question)
+
+
 def test_next_hop_reads_the_person_a_first_hop_names_and_asks_again(hippo_index: Index, server: ScriptedServer) -> None:
     question = "When did the brother of Teutberga die?"
     teutberga = [action("keyword_search", keywords=["Teutberga"]), action("chunk_read", chunk_ids=["Teutberga#0"])]
@@ -1302,16 +1313,59 @@ def test_next_hop_reads_the_person_a_first_hop_names_and_asks_again(hippo_index:
     assert 'You answered "Hucbert", a person, but the question asks for a date' in told and question in told
     assert "Hucbert#0" in result.read_chunks and result.citations and result.policy_records["next_hop"]["hops"]
     # not a person: the answer stands, one call spent
-    server.replies = [*teutberga, first_hop, completion("No")]
-    server.requests.clear()
-    kept = agent.run(question)
+    kept = run_again(agent, server, [*teutberga, first_hop, completion("No")], question)
     assert kept.answer == "Hucbert [chunk Teutberga#0]" and len(server.requests) == 4
     assert "next_hop" not in kept.policies_acted
     # the answer at the step limit is not checked: no call
-    server.replies = [*teutberga, first_hop]
-    server.requests.clear()
-    forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+next_hop"]).run(question)
+    forced_agent = local_json_agent(hippo_index, server, max_steps=2, policies=["+next_hop"])
+    forced = run_again(forced_agent, server, [*teutberga, first_hop], question)
     assert forced.stop_reason == "max_steps" and forced.answer.startswith("Hucbert") and len(server.requests) == 3
+
+
+def answer_enum(request: dict[str, object]) -> list[str] | None:
+    """The answers a constrained request allows, when they are a list (an either-or question's options)."""
+    for variant in request["response_format"]["json_schema"]["schema"]["anyOf"]:  # type: ignore[index]
+        answer = variant["properties"].get("answer", {})
+        if "enum" in answer:
+            return list(answer["enum"])
+    return None
+
+
+def test_compare_dates_sends_an_answer_the_copied_dates_contradict_back(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    question = "Who died first, Hucbert or Teutberga?"
+    both = [
+        action("keyword_search", keywords=["Hucbert", "Teutberga"]),
+        action("chunk_read", chunk_ids=["Hucbert#0", "Teutberga#0"]),
+    ]
+    wrong = completion(json.dumps({"found": "x", "answer": "Teutberga [chunk Teutberga#0]"}))
+    right = completion(json.dumps({"found": "x", "answer": "Hucbert [chunk Hucbert#0]"}))
+    copied = completion("Hucbert: 864\nTeutberga: 11 November 875")
+    server.replies = [*both, wrong, copied, right]
+    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+compare_dates"])
+    result = agent.run(question)
+    assert result.stop_reason == "answered" and result.answer == "Hucbert [chunk Hucbert#0]"
+    assert result.policies_acted["compare_dates"] == 1 and len(server.requests) == 5
+    asked = server.requests[3]["messages"][-1]["content"]
+    assert "Hucbert( died 864) was a Frankish nobleman." in asked and asked.endswith("Teutberga: <date>")
+    told = server.requests[4]["messages"][-1]["content"]
+    assert "Hucbert — 864 [chunk Hucbert#0]; Teutberga — 11 November 875 [chunk Teutberga#0]" in told
+    assert "So the answer is Hucbert" in told and told.endswith(question)
+    # the answer after it is the option the dates decide: before, either option; after, that one
+    assert answer_enum(server.requests[2]) == ["Hucbert", "Teutberga"] and answer_enum(server.requests[4]) == [
+        "Hucbert"
+    ]
+    assert result.answer_from == "model" and result.citations
+    assert result.policy_records["compare_dates"]["dates"][0]["decided"] == "Hucbert"
+    # the dates agree with the answer: it stands, one call spent
+    kept = run_again(agent, server, [*both, right, copied], question)
+    assert kept.answer == "Hucbert [chunk Hucbert#0]" and len(server.requests) == 4
+    assert "compare_dates" not in kept.policies_acted
+    # the answer at the step limit is not checked: no call
+    forced_agent = local_json_agent(hippo_index, server, max_steps=2, policies=["+compare_dates"])
+    forced = run_again(forced_agent, server, [*both, wrong], question)
+    assert forced.stop_reason == "max_steps" and forced.answer.startswith("Teutberga") and len(server.requests) == 3
 
 
 def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(

@@ -23,7 +23,15 @@ ANSWERS = [
     "Ermengarde of Tours was the daughter of Hugh of Tours and she married Lothair I in 821.",
     "Town 7 [chunk Town 7#0]", "Person 3 [chunk Person 3#0#0]", "Fortunella [chunk Made up#1]", "x" * 260,
 ]  # fmt: skip
-PHRASES = ["20 March 851", 'Answer: "Tours" [chunk X#1]\nbecause', "unknown", "", "Ermengarde of Tours", "Yes."]
+PHRASES = [
+    "20 March 851",
+    'Answer: "Tours" [chunk X#1]\nbecause',
+    "unknown",
+    "",
+    "Ermengarde of Tours",
+    "Yes.",
+    "Hucbert: 864\nAnne of Kiev: 5 September 1075",  # compare_dates's copied dates
+]
 _SEEN = re.compile(r"chunk ([^\]\s,:()]+(?: [^\]\s,:()#]+)*#\d+)")
 
 

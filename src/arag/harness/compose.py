@@ -46,11 +46,11 @@ ORDER: dict[str, tuple[str, ...]] = {
     # Notes follow a result in this order (they never meet today: closest_sentence notes reads, same_name searches).
     "note": ("closest_sentence", "same_name"),
     # Opening calls are made, start messages said and rereads asked in this order: the answer is checked as it
-    # will be shown, after phrase_answer shortened it; next_hop sends a first hop back before answer_check could
-    # refuse it.
+    # will be shown, after phrase_answer shortened it; compare_dates and next_hop (never both: one asks either-or
+    # questions, the other never does) send an answer back before answer_check could refuse it.
     "opening": ("opening_search",),
     "start": ("confident_stop",),
-    "reread": ("phrase_answer", "next_hop", "answer_check"),
+    "reread": ("phrase_answer", "compare_dates", "next_hop", "answer_check"),
 }
 
 

@@ -1,0 +1,61 @@
+"""Where the compare_dates policy would act on recorded runs, and the start of a run with it.
+
+compare_dates changes a run only when the model's own answer (not the step limit's) to an either-or question decided by
+two dates disagrees with the order of the dates the model copies out of the sentences it read. This script makes that
+call — the policy's own rules and prompt (``compared``, ``reading``, ``dates_messages``, ``decision``) — with the
+embedded model on each recorded answer, and prints what the dates decide beside the gold answer. The runs it reaches
+must be answered again live; their ids go to ``OUT/NAME/compare_dates.ids``. Every other result goes to
+``OUT/NAME/results.jsonl`` as recorded, with the call's time added where the policy would have made it: the start of a
+spliced run (``arag.eval.splice``; copy it to a new run directory, run the run's command: only the ids missing are
+answered)::
+
+    python benchmarks/compare_dates_reach.py runs/after-2wiki runs/after-absent-2wiki --out runs/dates
+    mkdir runs/dates-2wiki && cp runs/dates/after-2wiki/results.jsonl runs/dates-2wiki/
+    arag eval run … --policy +compare_dates --out runs/dates-2wiki
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arag.eval.runs import READ_HEADER
+from arag.eval.splice import reach_arguments, write_reach
+from arag.harness.policies.compare_dates import compared, dates_messages, decision, named_option, reading
+from arag.index import Index
+from arag.models.choice import chat_model
+from arag.settings import load_settings
+
+
+def read_in_order(record: dict[str, Any]) -> list[str]:
+    """The chunks the recorded run read, in the order their text was shown."""
+    read: list[str] = []
+    for step in record.get("trajectory") or []:
+        if step.get("tool") == "chunk_read":
+            read.extend(READ_HEADER.findall(str(step.get("observation") or "")))
+    return list(dict.fromkeys(read))
+
+
+def main() -> None:
+    args = reach_arguments(__doc__ or "")
+    model, _local = chat_model(load_settings(None, {}))
+
+    def check(index: Index, record: dict[str, Any]) -> bool | None:
+        answer, question = str(record.get("prediction") or ""), str(record["question"])
+        comparison = compared(question)
+        if comparison is None or not answer or record.get("stop_reason") != "answered":
+            return None
+        read = reading(index, read_in_order(record), comparison)
+        if not read.sentences:
+            return None
+        found = decision(comparison, model.complete(dates_messages(question, comparison, read)).content or "", read)
+        said, gold = named_option(answer, comparison.options), [str(g) for g in record.get("gold") or []]
+        right = "right" if found.decided in gold else "not the gold answer"
+        print(f"  {question}\n    copied {found.copied} from {found.sources}", flush=True)
+        print(f"    -> {found.decided} ({right if found.decided else 'undecided'}); answered {said}", flush=True)
+        return found.decided is not None and found.decided != said
+
+    write_reach(args.runs, args.out, "compare_dates", check)
+
+
+if __name__ == "__main__":
+    main()
