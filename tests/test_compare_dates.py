@@ -20,11 +20,14 @@ from arag.harness.policies.compare_dates import (
     copied_dates,
     dates_in,
     decide,
+    holders_named,
     named_option,
     reading,
 )
 from arag.index import Index
 from conftest import fake_run, fake_settings, guarded_call
+from support.agents import local_json_agent
+from support.scripted_server import ScriptedServer, completion
 
 FILMS = [
     {"title": "Blue Lake", "text": "Blue Lake is a 1961 drama film directed by Ada Brenner. It was shot in Norway."},
@@ -35,6 +38,9 @@ FILMS = [
     {"title": "Oslo office", "text": "The Oslo office opened in March 2019. It has 40 engineers."},
     {"title": "Lisbon office", "text": "The Lisbon office opened in 2019 with 12 people."},
 ]
+
+
+HOLDERS = {"policy": {"compare_dates": {"read_holders": True}}}  # the setting that reads each director's text
 
 
 @pytest.fixture(scope="module")
@@ -208,12 +214,93 @@ def test_lives_are_compared_by_their_length(hippo_index: Index) -> None:
     assert isinstance(again.answer("Hucbert: 864\nTeutberga: 11 November 875"), Hold)
 
 
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("The film was directed by Edwin L. Marin.", ["Edwin L. Marin"]),  # an initial is no full stop
+        ("written and directed by Satyajit Ray and based on a story", ["Satyajit Ray"]),
+        ("directed by Murray Lerner, Lloyd Ritter and Robert M. Young.", ["Murray Lerner"]),
+        ("a 1998 French film, directed by Éric Rohmer, starring Béatrice Romand", ["Éric Rohmer"]),
+        ("directed by Ada Brenner. It was shot in Norway.", ["Ada Brenner"]),
+        ("directed by Ludwig van Beethoven and produced by X", ["Ludwig van Beethoven"]),
+        ("produced by Karl Olsen", []),  # another role's
+        ("directed by him in 1950", []),
+        ("directed by Madonna", []),  # one word: too little to find a document by
+    ],
+)
+def test_a_text_names_the_holder_of_a_role(text: str, names: list[str]) -> None:
+    assert holders_named(text, "director") == names
+
+
+def test_read_holders_reads_a_role_holder_s_own_text_not_read_once(films_index: Index) -> None:
+    question = "Which film has the director who was born later, Blue Lake or Red Sky?"
+    off, (default,) = fake_run(films_index, "compare_dates", question=question)
+    assert default.on_answer(read(off, films_index, "Blue Lake#0", "Red Sky#0"), "Blue Lake") is None  # off
+    run, (policy,) = fake_run(films_index, "compare_dates", question=question, **HOLDERS)
+    read(run, films_index, "Blue Lake#0", "Red Sky#0")
+    held = policy.on_answer(run, "Blue Lake")
+    assert isinstance(held, Hold) and held.read == ["Ada Brenner#0", "Karl Olsen#0"] and held.why
+    assert "Blue Lake names its director Ada Brenner; Red Sky names its director Karl Olsen" in held.message
+    assert held.message.endswith(question) and Harness([policy]).acted() == {"compare_dates": 1}
+    assert policy.record(run) == {
+        "holders": [
+            {"option": "Blue Lake", "director": "Ada Brenner", "read": "Ada Brenner#0"},
+            {"option": "Red Sky", "director": "Karl Olsen", "read": "Karl Olsen#0"},
+        ]
+    }
+    assert policy.on_answer(run, "Blue Lake") is None  # once per question
+    # one director read already: only the other's text; both read, or the step limit, or no role: nothing
+    one, (fresh,) = fake_run(films_index, "compare_dates", question=question, **HOLDERS)
+    read(one, films_index, "Blue Lake#0", "Red Sky#0", "Karl Olsen#0")
+    again = fresh.on_answer(one, "Red Sky")
+    assert isinstance(again, Hold) and again.read == ["Ada Brenner#0"]
+    both, (other,) = fake_run(films_index, "compare_dates", question=question, **HOLDERS)
+    read(both, films_index, "Blue Lake#0", "Red Sky#0", "Ada Brenner#0", "Karl Olsen#0")
+    assert other.on_answer(both, "Red Sky") is None
+    forced, (last,) = fake_run(films_index, "compare_dates", question=question, **HOLDERS)
+    read(forced, films_index, "Blue Lake#0", "Red Sky#0").stop_reason = "max_steps"
+    assert last.on_answer(forced, "Red Sky") is None
+    plain, (dated,) = fake_run(
+        films_index, "compare_dates", question="Which film was released first, Blue Lake or Red Sky?"
+    )
+    read(plain, films_index, "Blue Lake#0", "Red Sky#0")
+    assert dated.on_answer(plain, "Blue Lake") is None
+
+
+def test_read_holders_reads_both_directors_then_the_dates_decide(films_index: Index, server: ScriptedServer) -> None:
+    question = "Which film has the director who was born later, Blue Lake or Red Sky?"
+
+    def say(**fields: object) -> dict[str, object]:
+        return completion(json.dumps({"found": "x", **fields}))
+
+    films = [say(keyword_search=["Blue Lake", "Red Sky"]), say(chunk_read=["Blue Lake#0", "Red Sky#0"])]
+    server.replies = [
+        *films,
+        say(answer="Blue Lake [chunk Blue Lake#0]"),  # from the films' years: wrong
+        say(answer="Blue Lake [chunk Ada Brenner#0]"),  # the directors read: wrong again
+        completion("Blue Lake: 3 October 1901\nRed Sky: 4 March 1938"),
+        say(answer="Red Sky [chunk Karl Olsen#0]"),
+    ]
+    agent = local_json_agent(films_index, server, max_steps=6, policies=["+compare_dates"], **HOLDERS)
+    result = agent.run(question)
+    assert result.stop_reason == "answered" and result.answer.startswith("Red Sky")
+    assert {"Ada Brenner#0", "Karl Olsen#0"} <= set(result.read_chunks) and result.answer_from == "model"
+    told = server.requests[3]["messages"][-1]["content"]
+    assert "Ada Brenner (3 October 1901" in told and "Blue Lake names its director Ada Brenner" in told
+    assert "So the answer is Red Sky: its director was born later." in server.requests[5]["messages"][-1]["content"]
+    records = result.policy_records["compare_dates"]
+    assert [h["director"] for h in records["holders"]] == ["Ada Brenner", "Karl Olsen"]
+    assert records["dates"][0]["decided"] == "Red Sky" and len(server.requests) == 6
+
+
 @given(question=st.text(max_size=80), answer=st.text(max_size=60), reply=st.text(max_size=120))
 def test_compare_dates_takes_any_question_answer_and_reply(
     hippo_index: Index, question: str, answer: str, reply: str
 ) -> None:
     run, (policy,) = fake_run(hippo_index, "compare_dates", question=question)
     read(run, hippo_index, "Murad II#0", "Mehmed II#0")
+    held = policy.on_answer(run, answer)
+    assert held is None or (isinstance(held, Hold) and len(held.read) <= 2)
     reread = policy.reread(run, answer)
     assert (reread is None) == (compared(question) is None)
     if reread is not None:

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from arag.harness.contract import Constraint, Hold, Offer, Policy, Reread, RunView
 from arag.harness.registry import register
 from arag.harness.text import choice_options
@@ -53,9 +55,32 @@ _YEAR = re.compile(
     rf"\b[1-9]\d{{3}}\b|(?:\b(?:died|born|d\.|b\.|c\.|AD)|\(|{_MONTH})\s*[1-9]\d{{2}}\b|\b[1-9]\d{{2}}\s*[–-]\s*\d",
     re.I,
 )
+HITS_LOOKED_AT = 5  # of the keyword search for a holder's name
 SENTENCES_SHOWN = 24  # the dated sentences of what was read, in reading order: enough for four chunks' openings
 SENTENCE_CHARS = 300
 
+# "Which film has the director who …": the film's own text names its director ("directed by Edwin L. Marin"); a role
+# the question may compare by, and the words its text names the holder with
+ROLE_VERBS = {
+    "director": "directed",
+    "composer": "composed",
+    "producer": "produced",
+    "writer": "written",
+    "author": "written",
+    "screenwriter": "written",
+    "creator": "created",
+    "founder": "founded",
+    "performer": "performed",
+    "editor": "edited",
+}
+_NAME_PARTICLES = {"de", "da", "di", "del", "della", "der", "van", "von", "la", "le", "du", "dos", "bin", "ibn"}
+_NAMED_BY = re.compile(
+    r"\b(directed|composed|produced|written|created|founded|performed|edited) by ([^,;()\[\]\"]{1,80})"
+)
+HOLDERS_READ = (
+    "To compare the two by their {role}s you need each {role}'s own text: {named}. What it says is above. Answer "
+    "the question: {question}"
+)
 DATES_PROMPT = "You copy dates from the sentences given. Reply with exactly the two lines asked for, nothing else."
 DATES_ASK = (
     "Sentences you read:\n{sentences}\n\nQuestion: {question}\nFor each of the two options, copy from the sentences "
@@ -267,6 +292,52 @@ def decide(comparison: Comparison, dates: dict[str, list[Day]]) -> str | None:
     return first if first_is_later == comparison.later else second
 
 
+def holders_named(text: str, role: str) -> list[str]:
+    """The names a text gives for the holder of ``role`` ("directed by Murray Lerner, Lloyd Ritter and Robert M.
+    Young" → the first, Murray Lerner): capitalised words (and name particles), up to the first other word."""
+    verb = ROLE_VERBS.get(role)
+    names: list[str] = []
+    for match in _NAMED_BY.finditer(text):
+        if match.group(1) != verb:
+            continue
+        words: list[str] = []
+        for word in match.group(2).split():
+            if not (word[:1].isupper() or (words and word.lower() in _NAME_PARTICLES)):
+                break
+            if word.endswith(".") and len(word) > 2:  # a sentence's full stop (an initial, "L.", goes on)
+                words.append(word[:-1])
+                break
+            words.append(word)
+        while words and words[-1].lower() in _NAME_PARTICLES:
+            words.pop()
+        name = " ".join(words)
+        if len(words) >= 2 and name not in names:
+            names.append(name)
+    return names
+
+
+def holders_to_read(
+    index: Index, read_ids: Sequence[str], comparison: Comparison, where: Any = None
+) -> list[tuple[str, str, str]]:
+    """For a question that compares two options by their ``role``'s dates: (option, holder, chunk) for each option
+    whose own text, read, names a holder whose own text (a document titled by the name, among the keyword search's
+    first hits for it) is not read yet."""
+    if comparison.role is None or comparison.role not in ROLE_VERBS:
+        return []
+    records, _missing = index.read(list(dict.fromkeys(read_ids)))
+    own = {normalize_answer(title_of(r.doc_id)): r for r in records}
+    found: list[tuple[str, str, str]] = []
+    for option in comparison.options:
+        record = own.get(normalize_answer(option))
+        names = holders_named(" ".join(record.text.split()), comparison.role) if record else []
+        for name in names[:1]:
+            hits = [hit.chunk_id for hit in index.keyword_search([name], HITS_LOOKED_AT, where)]
+            titled = [r for r in index.read(hits)[0] if normalize_answer(title_of(r.doc_id)) == normalize_answer(name)]
+            if titled and titled[0].chunk_id not in read_ids:
+                found.append((option, name, titled[0].chunk_id))
+    return found
+
+
 @dataclass(frozen=True)
 class Decision:
     """What a reply decides: each option's copied date, the chunk it comes from, and the option the order picks
@@ -297,6 +368,17 @@ def named_option(answer: str, options: Sequence[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+class CompareDatesSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    read_holders: bool = Field(
+        False,
+        description="For a question that compares films by their director (a role's holder): an answer given before "
+        "the director a film's text names was read goes back once with that director's own text read (no call). "
+        "Off: on the 2Wiki dev questions one answer gained, one lost, 20-40 s more where it acts.",
+    )
+
+
 @register
 class CompareDates(Policy):
     """An either-or question decided by two dates ("Which film came out first, A or B?", "Who lived longer, A or
@@ -309,9 +391,14 @@ class CompareDates(Policy):
     the question compares films by their director); the harness orders the dates. A copied date must stand in a
     sentence shown; an undecidable pair (a date missing, one year without months) leaves the answer alone. When
     the dates decide the other option, the answer goes back once with the dates, their chunks and the order, and
-    the answer from then on is that option (constrained decoding, as choice_answers constrains it to the two)."""
+    the answer from then on is that option (constrained decoding, as choice_answers constrains it to the two).
+    With ``read_holders`` (off), before that, when the question compares films by their director and a film's own
+    text names a director whose own text was not read (the model read other directors: "Mario Bava", "Howard Hawks"
+    for Satyajit Ray), the answer goes back once with those texts read for the model (no call)."""
 
     name = "compare_dates"
+    Settings = CompareDatesSettings
+    config: CompareDatesSettings
     summary = (
         'an either-or question decided by two dates ("which came out first") is ordered by the harness from the '
         "dates the model copies; a disagreeing answer goes back once"
@@ -321,7 +408,25 @@ class CompareDates(Policy):
         self.comparison = compared(run.question)
         self.sent_back = False
         self.decided: str | None = None  # the option the dates decided, once an answer went back for it
+        self.holders_read = False
+        self.holders: list[dict[str, str]] = []
         self.decisions: list[dict[str, Any]] = []
+
+    def on_answer(self, run: RunView, answer: str) -> Hold | None:
+        comparison = self.comparison
+        if not self.config.read_holders or comparison is None or comparison.role is None:
+            return None
+        if self.holders_read or run.stop_reason is not None:
+            return None
+        missing = holders_to_read(run.toolkit.index, run.read_this_question(), comparison, run.toolkit.scope)
+        if not missing:
+            return None
+        self.holders_read = True
+        self.acted()
+        self.holders = [{"option": option, comparison.role: name, "read": chunk} for option, name, chunk in missing]
+        named = "; ".join(f"{option} names its {comparison.role} {name}" for option, name, _chunk in missing)
+        said = HOLDERS_READ.format(role=comparison.role, named=named, question=run.question)
+        return Hold(said, read=[chunk for _option, _name, chunk in missing], why=f"for each option's {comparison.role}")
 
     def reread(self, run: RunView, answer: str) -> Reread | None:
         comparison = self.comparison
@@ -363,4 +468,5 @@ class CompareDates(Policy):
         return Constraint(options=(self.decided,)) if self.decided else None
 
     def record(self, run: RunView) -> dict[str, Any] | None:
-        return {"dates": self.decisions} if self.decisions else None
+        record = {"dates": self.decisions, "holders": self.holders}
+        return {key: value for key, value in record.items() if value} or None
