@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.eval.runs import READ_HEADER
+from arag.eval.runs import chunks_read_in_order
 from arag.eval.splice import reach_arguments, write_reach
 from arag.harness.policies.compare_dates import (
     CompareDatesSettings,
@@ -37,15 +37,6 @@ from arag.models.choice import chat_model
 from arag.settings import load_settings
 
 
-def read_in_order(record: dict[str, Any]) -> list[str]:
-    """The chunks the recorded run read, in the order their text was shown."""
-    read: list[str] = []
-    for step in record.get("trajectory") or []:
-        if step.get("tool") == "chunk_read":
-            read.extend(READ_HEADER.findall(str(step.get("observation") or "")))
-    return list(dict.fromkeys(read))
-
-
 def main() -> None:
     args = reach_arguments(__doc__ or "")
     settings = load_settings(None, {})
@@ -58,11 +49,11 @@ def main() -> None:
         comparison = compared(question)
         if comparison is None or not answer or record.get("stop_reason") != "answered":
             return None
-        holders = holders_to_read(index, read_in_order(record), comparison) if read_holders else []
+        holders = holders_to_read(index, chunks_read_in_order(record), comparison) if read_holders else []
         if holders:  # the answer goes back with each option's holder's text read: no call, answered again live
             print(f"  {question}\n    to read: {holders}", flush=True)
             return True
-        read = reading(index, read_in_order(record), comparison)
+        read = reading(index, chunks_read_in_order(record), comparison)
         if not read.sentences:
             return None
         found = decision(comparison, model.complete(dates_messages(question, comparison, read)).content or "", read)

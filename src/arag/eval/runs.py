@@ -62,17 +62,23 @@ def read_results(path: Path, repair: bool = False) -> dict[str, dict[str, Any]]:
 READ_HEADER = re.compile(r"^\[chunk (.+?)\](?= \(|$)", re.M)  # a chunk_read observation's "[chunk ID]" lines
 
 
-def chunks_read(record: dict[str, Any]) -> list[str]:
-    """The chunks a result record's trajectory read (the harness's reads included), sorted; the chunks it was shown
-    when it read none. A read names its chunks by id or by a search's hit label ("hit 1"), so the ids are taken
-    from what the read showed ("[chunk ID]" lines), else from its arguments."""
-    read: set[str] = set()
+def chunks_read_in_order(record: dict[str, Any]) -> list[str]:
+    """The chunks a result record's trajectory read (the harness's reads included), each once, in the order their
+    text was shown. A read names its chunks by id or by a search's hit label ("hit 1"), so the ids are taken from
+    what the read showed ("[chunk ID]" lines), else from its arguments."""
+    read: list[str] = []
     for step in record.get("trajectory") or []:
         if step.get("tool") != "chunk_read":
             continue
         shown = READ_HEADER.findall(str(step.get("observation") or ""))
-        read.update(shown or (str(c) for c in (step.get("arguments") or {}).get("chunk_ids") or []))
-    return sorted(read) or sorted(str(c) for c in record.get("retrieved_chunks") or [])
+        read.extend(shown or (str(c) for c in (step.get("arguments") or {}).get("chunk_ids") or []))
+    return list(dict.fromkeys(read))
+
+
+def chunks_read(record: dict[str, Any]) -> list[str]:
+    """The chunks a result record's trajectory read, sorted (:func:`chunks_read_in_order`); the chunks it was shown
+    when it read none."""
+    return sorted(chunks_read_in_order(record)) or sorted(str(c) for c in record.get("retrieved_chunks") or [])
 
 
 def mean_present(values: list[float | None]) -> float | None:

@@ -41,7 +41,11 @@ _LONGER = re.compile(r"\b(?:longer|longest)\b", re.I)
 # the director's, not the film's
 _ROLE = re.compile(r"\bha(?:s|d|ve) the (\w+) (?:who|whose|that|born|died|is|was)\b|\bwhose (\w+)\b", re.I)
 
-_MONTHS = {calendar.month_name[number].lower(): number for number in range(1, 13)}  # English in the C locale
+_MONTH_NAMES = (
+    *("january", "february", "march", "april", "may", "june"),
+    *("july", "august", "september", "october", "november", "december"),
+)
+_MONTHS = {month: number for number, month in enumerate(_MONTH_NAMES, start=1)}  # English, whatever the locale
 _MONTH = f"({'|'.join(_MONTHS)})"
 _DATE = re.compile(
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH},? (\d{{3,4}})\b"  # 10 July 1099
@@ -74,9 +78,7 @@ ROLE_VERBS = {
     "editor": "edited",
 }
 _NAME_PARTICLES = {"de", "da", "di", "del", "della", "der", "van", "von", "la", "le", "du", "dos", "bin", "ibn"}
-_NAMED_BY = re.compile(
-    r"\b(directed|composed|produced|written|created|founded|performed|edited) by ([^,;()\[\]\"]{1,80})"
-)
+_NAMED_BY = re.compile(rf"\b({'|'.join(sorted(set(ROLE_VERBS.values())))}) by ([^,;()\[\]\"]{{1,80}})")
 HOLDERS_READ = (
     "To compare the two by their {role}s you need each {role}'s own text: {named}. What it says is above. Answer "
     "the question: {question}"
