@@ -1,7 +1,8 @@
 """Two agents on the same questions, by what a user needs: answerable accuracy, the multi-hop slice, absent questions
 answered "not in the documents", false refusals, right answers citing a chunk that holds them, citations of chunks
-never shown, own answers, stalls, p50 seconds (arag/eval/measures.py) — each with its 95 % interval and n, and the
-paired difference (after − before, paired bootstrap over the questions both answered).
+never shown, own answers, stalls (arag/eval/measures.py) — each with its 95 % interval and n, and the paired
+difference (after − before, paired bootstrap over the questions both answered) — and p50 and p90 seconds and model
+calls per question.
 
 Each side is one or more ``arag eval run`` directories of one dataset: its answerable run and its ``--absent`` run.
 A record without citation fields (a run older than them) is given them from the run's index, as the runner does::
@@ -83,7 +84,10 @@ def table(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], n
     for label, side in (("before", before), ("after", after)):
         latencies = [float(side[k]["latency_s"]) for k in shared if side[k].get("latency_s") is not None]
         if latencies:
+            p90 = statistics.quantiles(latencies, n=10)[-1] if len(latencies) > 1 else latencies[0]
+            calls = statistics.mean(len(side[k].get("model_calls") or []) for k in shared)
             lines.append(f"| p50 s ({label}) | {statistics.median(latencies):.1f} | | |")
+            lines.append(f"| p90 s, model calls per question ({label}) | {p90:.1f}, {calls:.2f} | | |")
     if naive is not None:
         multi = [k for k in shared if per_after[k]["multi_hop"] is not None and k in naive]
         first = {k: scores(naive[k])["multi_hop"] for k in multi}

@@ -29,6 +29,7 @@ from typing import Any
 from arag.agent import Agent
 from arag.citations import without_citations
 from arag.corpus.build import build_index
+from arag.eval.measures import repeated_calls, stuck
 from arag.eval.metrics import KeyTerms
 from arag.eval.stats import wilson
 from arag.index import Index
@@ -99,6 +100,7 @@ def main() -> int:
                 "not_found": result.not_found,
                 "answer_from": result.answer_from,
                 "stop_reason": result.stop_reason,
+                "repeats": repeated_calls(result.to_dict()),
                 "cited": cited,
                 "seconds": round(seconds, 1),
                 **score(question, terms, without_citations(result.answer), result.not_found, texts),
@@ -130,6 +132,8 @@ def table(records: list[dict[str, Any]], profile: str) -> str:
     rows.append(f"| false refusals | {share(sum(r['false_refusal'] for r in answerable), len(answerable))} |")
     rows.append(f"| right answers citing their evidence | {share(sum(r['cites'] for r in right), len(right))} |")
     rows.append(f"| own answers | {share(sum(r['answer_from'] == 'model' for r in records), len(records))} |")
+    stalled = sum(stuck(r["stop_reason"], r.get("repeats", 0)) for r in records)
+    rows.append(f"| stalled | {share(stalled, len(records))} |")
     rows.append(f"| p50 s | {statistics.median(r['seconds'] for r in records):.1f} |")
     return "\n".join(rows)
 

@@ -15,6 +15,7 @@ from arag.agent import Agent
 from arag.agent.prompts import REPEATED
 from arag.agent.state import AgentResult
 from arag.errors import ConfigError
+from arag.eval.measures import repeated_calls, stalled
 from arag.harness.contract import NextAction
 from arag.harness.grammar import action_schema
 from arag.harness.policies.answer_check import CHECK_PROMPT
@@ -1160,6 +1161,33 @@ def test_compact_fruitless_repeated_search_must_answer_or_switch_search_tool(
     server.default = completion("Lothair II")
     paper = make_agent(hippo_index, server).run("Whom did Hucbert serve?")
     assert paper.trajectory[1].observation.startswith("You already made this exact call; its result is above. Use it")
+
+
+def test_compact_third_repeated_call_ends_the_search_and_asks_for_the_answer(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    """A model going round two searches it already made: each repeat is answered with something to go on, so the
+    stall guard never counts one; repeat_stop (off by default) ends the search at the third repeat, in a row or
+    not."""
+    search = tool_call("keyword_search", {"keywords": ["Hucbert"], "top_k": 1})
+    semantic = tool_call("semantic_search", {"query": "whom Hucbert served", "top_k": 1}, "c4")
+    loop = [search, tool_call("chunk_read", {"chunk_ids": ["hit 1"]}, "c2"), search, semantic, search, semantic]
+    loop += [search, semantic, search, semantic]
+    for policies, repeats, steps, reason in ((["+repeat_stop"], 3, 6, "stalled"), ([], 7, 10, "max_steps")):
+        server.replies = [completion(tool_calls=[call]) for call in loop[:steps]]
+        server.replies.append(completion("Lothair II [chunk Hucbert#0]"))
+        server.requests.clear()
+        result = compact_agent(hippo_index, server, max_steps=10, policies=policies).run("Whom did Hucbert serve?")
+        said = [s.observation.startswith("You already made this exact call") for s in result.trajectory]
+        assert sum(said) == repeats and said[-1] and result.steps == steps
+        assert result.stop_reason == reason and result.answer == "Lothair II [chunk Hucbert#0]"
+        assert len(server.requests) == steps + 1  # the forced answer: one more request, without tools
+        assert "tools" not in server.requests[-1] or not server.requests[-1]["tools"]
+        assert result.policies_acted.get("repeat_stop") == (1 if policies else None)
+    # the measure counts both as stuck: a guard ended one, the other reached the step limit repeating
+    record = {"stop_reason": "max_steps", "trajectory": [{"observation": s.observation} for s in result.trajectory]}
+    assert stalled(record) and repeated_calls(record) == 7
+    assert not stalled({**record, "trajectory": record["trajectory"][:5]})
 
 
 PARSER_REJECTED = {

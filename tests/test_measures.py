@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from arag.agent.prompts import REFUSED
 from arag.citations import cited_ids
 from arag.errors import ConfigError
 from arag.eval.absent import absent_corpus
 from arag.eval.datasets import load_dataset
-from arag.eval.measures import answer_holder, citation_record, correct, is_multi_hop, measures, refused
+from arag.eval.measures import answer_holder, citation_record, correct, is_multi_hop, measures, refused, stalled
 from arag.eval.metrics import KeyTerms
 from arag.text import normalize_answer, says_not_found
 from conftest import FIXTURES
@@ -139,6 +140,27 @@ def test_measures_by_hand() -> None:
     }
     assert measured["latency_p50_s"] == 1.0
     assert measures([])["answerable"] is None
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "repeats", "stuck"),
+    [
+        ("stalled", 0, True),  # a loop guard ended it
+        ("max_steps", 3, True),  # the step limit, after three repeated calls: it went round in a loop
+        ("max_steps", 2, False),
+        ("answered", 5, False),  # it repeated itself, then answered
+        ("model_calls", 4, False),
+    ],
+)
+def test_a_run_is_stalled_when_a_guard_ended_it_or_it_reached_the_step_limit_repeating(
+    stop_reason: str, repeats: int, stuck: bool
+) -> None:
+    trajectory = [{"observation": "keyword_search …: 3 chunks"}]
+    trajectory += [{"observation": f"{REFUSED}\nClosest to the question …"} for _ in range(repeats)]
+    trajectory += [{"observation": "Not a repeat: You already made this exact call; quoted inside a text"}]
+    record = {"stop_reason": stop_reason, "trajectory": trajectory}
+    assert stalled(record) is stuck
+    assert (measures([_record(**record)])["stalled"]["value"] == 1.0) is stuck
 
 
 def test_a_refusal_is_never_a_right_answer_and_key_terms_score_first() -> None:

@@ -1,7 +1,7 @@
 """A model that answers any request the agent makes at random, within its grammar: a tool call or an answer of
 any shape the JSON schema (or the native tools) allows, now and then an empty or broken reply or its last action
-again (a repeat). Its draw depends only on its seed and the request, so two runs stay in step for as long as
-their requests are equal: what the harness's property tests compare."""
+again (a repeat; after one, often another). Its draw depends only on its seed and the request, so two runs stay in
+step for as long as their requests are equal: what the harness's property tests compare."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ class RandomModel:
         self.seed, self.local = seed, local
         self.requests: list[str] = []
         self._last = ""
+        self._last_calls: list[dict[str, Any]] = []
+        self._repeated = False
 
     def cost(self, usage: Usage) -> None:
         return None
@@ -65,8 +67,13 @@ class RandomModel:
         rng = random.Random(f"{self.seed}:{hashlib.sha256(request.encode()).hexdigest()}")
         seen = sorted(set(_SEEN.findall(request)))[:30]
         calls: list[dict[str, Any]] = []
-        if rng.random() < 0.12 and self._last:
+        # a model that repeated itself tends to go on repeating (the loops a 1.5B model falls into)
+        repeatable = bool(self._last or (self._last_calls and tools))
+        repeat = rng.random() < (0.5 if self._repeated else 0.12) and repeatable
+        if repeat and self._last:
             content = self._last  # the same action again: a repeat
+        elif repeat:
+            content, calls = "", [{**c, "id": f"call_{len(self.requests)}"} for c in self._last_calls]
         elif rng.random() < 0.04:
             content = rng.choice(["", "not json {", '{"answer": "cut off'])
         elif response_format:
@@ -82,6 +89,7 @@ class RandomModel:
         else:
             content = rng.choice(ANSWERS)
         self._last = "" if calls else content
+        self._last_calls, self._repeated = calls, repeat
         message: dict[str, Any] = {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
         return ChatTurn(message, content, calls, "stop", Usage(len(request) // 4, len(content) // 4, 0, 1))
 

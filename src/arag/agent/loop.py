@@ -233,6 +233,7 @@ class Agent:
         stalled = False
         for call in executed:
             if run.is_repeat(call):
+                run.repeats += 1
                 outcome = harness.on_repeat(run, call)
                 if isinstance(outcome, Stands):
                     self._answer(run, harness, outcome.answer, "answered")
@@ -266,7 +267,8 @@ class Agent:
     def _end_step(self, run: RunState, stalled: bool) -> None:
         run.steps += 1
         run.stalls = run.stalls + 1 if stalled else 0
-        if run.stalls >= (run.limits.stall_limit or self.settings.stall_limit):
+        repeats_spent = run.limits.repeat_limit is not None and run.repeats >= run.limits.repeat_limit
+        if run.stalls >= (run.limits.stall_limit or self.settings.stall_limit) or repeats_spent:
             # "stalled": the guard cut the run short; on the last step, the budget did
             run.stop_reason = "stalled" if run.steps < self.settings.max_steps else "max_steps"
             return

@@ -111,6 +111,7 @@ class RunState:
         self.usage, self.model_calls = Usage(), list[dict[str, Any]]()
         self.steps = 0  # tool steps taken (a held answer takes none)
         self.stalls = 0  # repeated calls in a row that showed nothing new
+        self.repeats = 0  # repeated calls in the run, whatever was shown instead
         self.limits = Limits(stall_limit=settings.stall_limit)  # with the harness's on top (Agent._start)
         self.answer_chars: int | None = None  # the longest answer the latest action allowed
         self.stop_reason: str | None = None

@@ -8,7 +8,7 @@ read recall of the gold evidence, the stop reason, the prediction):
 ``correct``        Contain-Acc 1
 ``error``          the method failed (endpoint error, malformed reply); see the record's ``error``
 ``no_answer``      an empty prediction
-``stalled``        the agent repeated itself until the loop guard forced an answer, and it was wrong
+``stalled``        the agent repeated itself until the loop guard or the step limit forced an answer, and it was wrong
 ``budget``         max_steps, the token or the time budget forced an answer, and it was wrong
 ``retrieval_miss`` no gold passage was ever shown to the model
 ``seen_not_read``  some gold passage was shown only as a search snippet, never read in full
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.errors import ConfigError
-from arag.eval.measures import describe, measures, refused
+from arag.eval.measures import describe, measures, refused, stalled
 from arag.eval.runs import CONFIG, METHOD_LABELS, RESULTS, read_results
 
 TAGS = (
@@ -77,7 +77,7 @@ def tag_record(record: dict[str, Any], method: str | None = None) -> dict[str, A
         tag = "error"
     elif not str(record.get("prediction") or "").strip():
         tag = "no_answer"
-    elif record.get("stop_reason") == "stalled":
+    elif stalled(record):
         tag = "stalled"
     elif record.get("stop_reason") in FORCED:
         tag = "budget"

@@ -13,7 +13,8 @@ interval and n (arag.eval.stats), read off a run's records:
 ``cites_evidence``     right answers that cite a chunk holding the answer
 ``unshown_cited``      answers citing a chunk the run was never shown (should be none)
 ``own_answers``        answers the model gave itself (not forced by a limit, not the harness's instead)
-``stalled``            runs a loop guard ended
+``stalled``            runs that ended stuck: a loop guard ended them, or the step limit did after the model
+                       repeated calls it had made (``LOOP_REPEATS`` or more)
 =====================  ==========================================================================================
 
 and ``latency_p50_s``. A record says it refused in ``not_found`` (records older than the field: its text, read by
@@ -29,10 +30,15 @@ import statistics
 from collections.abc import Callable, Collection
 from typing import Any
 
+from arag.agent.prompts import REPEATED
 from arag.citations import cited_ids
 from arag.eval.stats import Estimate, accuracy
 from arag.text import normalize_answer, says_not_found
 
+# Repeated calls after which a run that reached the step limit counts as stalled: a run the harness keeps going with
+# something to show for each repeat never meets the stall guard, and goes round its loop to the step limit; two
+# repeats are common in runs that then answer (docs/notebook/2026-12-07-runs-that-go-round.md).
+LOOP_REPEATS = 3
 MULTI_HOP_TYPES = frozenset(["compositional", "bridge_comparison", "inference", "complex reasoning", "bridge"])
 _HOPS = re.compile(r"^[2-9]hop")  # MuSiQue's question ids and types: "2hop", "3hop1", …
 MEASURES = (
@@ -127,7 +133,7 @@ def scores(record: dict[str, Any]) -> dict[str, float | None]:
         "cites_evidence": float(bool(citations.get("holding"))) if citations is not None and right == 1.0 else None,
         "unshown_cited": float(bool(citations.get("unshown"))) if citations is not None else None,
         "own_answers": float(_own(record)),
-        "stalled": float(record.get("stop_reason") == "stalled"),
+        "stalled": float(stalled(record)),
     }
 
 
@@ -141,6 +147,21 @@ def measures(records: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = [float(r["latency_s"]) for r in records if r.get("latency_s") is not None]
     out["latency_p50_s"] = statistics.median(latencies) if latencies else None
     return out
+
+
+def repeated_calls(record: dict[str, Any]) -> int:
+    """The calls of the record's trajectory that repeated one made before (the loop refused or replaced each)."""
+    return sum(1 for step in record.get("trajectory") or [] if str(step.get("observation") or "").startswith(REPEATED))
+
+
+def stalled(record: dict[str, Any]) -> bool:
+    """Whether the run ended stuck (:func:`stuck`), from its stop reason and its trajectory."""
+    return stuck(record.get("stop_reason"), repeated_calls(record))
+
+
+def stuck(stop_reason: str | None, repeats: int) -> bool:
+    """A loop guard ended the run, or the step limit did after ``LOOP_REPEATS`` or more repeated calls."""
+    return stop_reason == "stalled" or (stop_reason == "max_steps" and repeats >= LOOP_REPEATS)
 
 
 def _own(record: dict[str, Any]) -> bool:

@@ -35,7 +35,8 @@ ORDER: dict[str, tuple[str, ...]] = {
     "hold": ("plan", "read_before_answer", "option_check", "evidence_ledger", "grounded_answer", "supported_answer"),
     # The first outcome for a repeated call decides: an answer held back by the plan stands; else the search's
     # unread hits are read instead; else the other search tool is offered; stall_answer counts the refusal left.
-    "repeat": ("plan", "repeat_reads", "switch_search", "stall_answer"),
+    # repeat_stop first: it answers no repeat, and is asked of every one to record the one that ends the search.
+    "repeat": ("repeat_stop", "plan", "repeat_reads", "switch_search", "stall_answer"),
     # Call edits apply in turn, each to the call as the one before left it: shorter_keywords shortens the keywords
     # that common_keywords kept, and adds to its header.
     "edit": ("common_keywords", "shorter_keywords"),

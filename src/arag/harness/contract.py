@@ -60,13 +60,16 @@ class Limits:
 
     stall_limit: int | None = None  # repeated calls in a row with nothing new before the answer is forced
     reads_per_search: int | None = None  # hits of one search the model may read
+    repeat_limit: int | None = None  # repeated calls in a run, in a row or not, before the answer is forced
 
     def combine(self, other: Limits) -> Limits:
         def smallest(a: int | None, b: int | None) -> int | None:
             return b if a is None else a if b is None else min(a, b)
 
         return Limits(
-            smallest(self.stall_limit, other.stall_limit), smallest(self.reads_per_search, other.reads_per_search)
+            smallest(self.stall_limit, other.stall_limit),
+            smallest(self.reads_per_search, other.reads_per_search),
+            smallest(self.repeat_limit, other.repeat_limit),
         )
 
 
@@ -109,6 +112,8 @@ class RunView(Protocol):
     def steps(self) -> int: ...  # tool steps taken (a held answer takes none)
     @property
     def stalls(self) -> int: ...  # repeated calls in a row that showed nothing new
+    @property
+    def repeats(self) -> int: ...  # repeated calls in the run so far (the one being answered included)
     @property
     def stop_reason(self) -> str | None: ...  # set before the forced answer; None while the model acts
     @property
