@@ -5,7 +5,8 @@ repeat_stop changes a run only once the model has repeated ``agent.policy.repeat
 recorded run that repeated fewer calls is the run with it; one that repeated more must be answered again live. The
 reached ids go to ``OUT/NAME/repeat_stop.ids``, every other result to ``OUT/NAME/results.jsonl`` as recorded: the
 start of a spliced run (``arag.eval.splice``; copy it to a new run directory, run the run's command: only the ids
-missing are answered). No model is asked::
+missing are answered). For each reached run it prints whether a gold answer stands in the chunks the run read (is
+the loop short of a hop, or of reading what it has?). No model is asked::
 
     python benchmarks/repeat_stop_reach.py runs/after-2wiki runs/after-absent-2wiki --out runs/repeats
     mkdir runs/repeats-2wiki && cp runs/repeats/after-2wiki/results.jsonl runs/repeats-2wiki/
@@ -17,11 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from arag.eval.measures import repeated_calls
+from arag.eval.runs import chunks_read
 from arag.eval.splice import reach_arguments, write_reach
 from arag.harness.policies.repeat_stop import RepeatStopSettings
 from arag.harness.profiles import policy_configs
 from arag.index import Index
 from arag.settings import load_settings
+from arag.text import normalize_answer
 
 
 def main() -> None:
@@ -33,7 +36,12 @@ def main() -> None:
         repeats = repeated_calls(record)
         if repeats < after:
             return None
-        print(f"  {record['question']}\n    {repeats} repeats, {record.get('stop_reason')}", flush=True)
+        records, _missing = index.read(chunks_read(record))
+        read = f" {' '.join(normalize_answer(chunk.text) for chunk in records)} "
+        golds = [normalize_answer(str(g)) for g in record.get("gold") or []]
+        gold_read = "gold answer read" if any(g and f" {g} " in read for g in golds) else "gold answer NOT read"
+        print(f"  {record['question']}\n    {record.get('type')}, {repeats} repeats, {record.get('stop_reason')}, "
+              f"{gold_read}", flush=True)  # fmt: skip
         return True
 
     write_reach(args.runs, args.out, "repeat_stop", check)
