@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.eval.measures import repeated_calls
+from arag.eval.measures import answer_holder, repeated_calls
 from arag.eval.runs import chunks_read
 from arag.eval.splice import reach_arguments, write_reach
 from arag.harness.policies.repeat_stop import RepeatStopSettings
 from arag.harness.profiles import policy_configs
 from arag.index import Index
 from arag.settings import load_settings
-from arag.text import normalize_answer
 
 
 def main() -> None:
@@ -37,9 +36,8 @@ def main() -> None:
         if repeats < after:
             return None
         records, _missing = index.read(chunks_read(record))
-        read = f" {' '.join(normalize_answer(chunk.text) for chunk in records)} "
-        golds = [normalize_answer(str(g)) for g in record.get("gold") or []]
-        gold_read = "gold answer read" if any(g and f" {g} " in read for g in golds) else "gold answer NOT read"
+        holds = answer_holder([str(g) for g in record.get("gold") or []], set(), None)
+        gold_read = "gold answer read" if any(holds(c.chunk_id, c.text) for c in records) else "gold answer NOT read"
         print(f"  {record['question']}\n    {record.get('type')}, {repeats} repeats, {record.get('stop_reason')}, "
               f"{gold_read}", flush=True)  # fmt: skip
         return True
