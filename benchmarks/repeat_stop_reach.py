@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.eval.measures import answer_holder, repeated_calls
+from arag.eval.measures import repeated_calls
 from arag.eval.runs import chunks_read
-from arag.eval.splice import reach_arguments, write_reach
+from arag.eval.splice import gold_holders, reach_arguments, say_reached, write_reach
 from arag.harness.policies.repeat_stop import RepeatStopSettings
 from arag.harness.profiles import policy_configs
 from arag.index import Index
@@ -35,11 +35,8 @@ def main() -> None:
         repeats = repeated_calls(record)
         if repeats < after:
             return None
-        records, _missing = index.read(chunks_read(record))
-        holds = answer_holder([str(g) for g in record.get("gold") or []], set(), None)
-        gold_read = "gold answer read" if any(holds(c.chunk_id, c.text) for c in records) else "gold answer NOT read"
-        print(f"  {record['question']}\n    {record.get('type')}, {repeats} repeats, {record.get('stop_reason')}, "
-              f"{gold_read}", flush=True)  # fmt: skip
+        gold_read = "gold answer read" if gold_holders(index, record, chunks_read(record)) else "gold answer NOT read"
+        say_reached(record, f"{repeats} repeats, {record.get('stop_reason')}, {gold_read}")
         return True
 
     write_reach(args.runs, args.out, "repeat_stop", check)

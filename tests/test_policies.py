@@ -787,6 +787,9 @@ def test_next_hop_reads_what_kind_of_answer_a_question_asks_for(question: str, k
 def test_next_hop_checks_only_a_short_name() -> None:
     assert bare_name("Hucbert [chunk Teutberga#0]") == "Hucbert"
     assert bare_name("  Eduardo De Filippo. ") == "Eduardo De Filippo"
+    # a name's own digits (an ordinal of its title, a year after it) leave it a name
+    assert bare_name("William Axt (1922) [chunk William Axt#0]") == "William Axt"
+    assert bare_name("Victor Cavendish, 9th Duke of Devonshire") == "Victor Cavendish, 9th Duke of Devonshire"
     for answer in ("864", "8 August 869", "Not in the documents (searched for: Hucbert).", "", "[chunk Hucbert#0]"):
         assert bare_name(answer) is None
     assert bare_name("the lay abbot of the abbey of St. Maurice in Valais") is None  # a sentence, not a name

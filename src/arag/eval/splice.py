@@ -32,6 +32,19 @@ def reach_arguments(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def gold_holders(index: Index, record: dict[str, Any], chunk_ids: list[str]) -> list[str]:
+    """Which of ``chunk_ids`` hold a gold answer of the result ``record`` (as ``arag.eval.measures`` finds one)."""
+    from arag.eval.measures import answer_holder
+
+    holds = answer_holder([str(g) for g in record.get("gold") or []], set(), None)
+    return [c.chunk_id for c in index.read(chunk_ids)[0] if holds(c.chunk_id, c.text)]
+
+
+def say_reached(record: dict[str, Any], detail: str) -> None:
+    """One reached run, as a reach script prints it: its question, then its type and ``detail``."""
+    print(f"  {record['question']}\n    {record.get('type')}, {detail}", flush=True)
+
+
 def recorded_index(run_dir: Path) -> Index:
     return run_index(run_dir)[0]
 

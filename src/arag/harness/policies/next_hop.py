@@ -48,6 +48,9 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # Longer than this, or with a digit, an answer is no bare name: it is not checked (no model call spent on it).
 MAX_NAME_WORDS = 6
 _DIGIT = re.compile(r"\d")
+# a name's own digits, which make it no number: "Victor Cavendish, 9th Duke of Devonshire", "William Axt (1922)"
+_ORDINAL = re.compile(r"\b\d+(?:st|nd|rd|th)\b")
+_AFTER_NAME = re.compile(r"\s*\([^()]*\)\s*$")
 # "Who leads it?" answered with an address: the person's contact, not the person
 _CONTACT = re.compile(r"\S+@\S+\.\w+|https?://|\bwww\.", re.I)
 _WHO = re.compile(r"^\s*(?:who|whom)\b", re.I)
@@ -83,9 +86,15 @@ def asks_for(question: str) -> str | None:
 
 
 def bare_name(answer: str) -> str | None:
-    """The answer as a name the check may ask about: its citations aside, short, no digit, not a refusal."""
-    name = " ".join(without_citations(answer).split()).strip(" .;,:")
-    if not name or says_not_found(answer) or _DIGIT.search(name) or len(name.split()) > MAX_NAME_WORDS:
+    """The answer as a name the check may ask about: its citations and a bracket after it aside, short, no digit but
+    an ordinal ("9th Duke of Devonshire"), not a refusal."""
+    name = _AFTER_NAME.sub("", " ".join(without_citations(answer).split())).strip(" .;,:")
+    if (
+        not name
+        or says_not_found(answer)
+        or _DIGIT.search(_ORDINAL.sub("", name))
+        or len(name.split()) > MAX_NAME_WORDS
+    ):
         return None
     return name
 

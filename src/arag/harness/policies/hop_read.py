@@ -1,0 +1,329 @@
+"""hop_read: a repeated call in a question about someone's relation (a father, a wife, a film's director) reads the
+text of the one the question's own subject's text names in that relation, when it is not read yet."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from arag.harness.contract import Hold, Policy, ReadInstead, RunView
+from arag.harness.registry import register
+from arag.index import Index, title_of
+from arag.store import ChunkRecord
+from arag.text import normalize_answer
+
+# The relations a question may ask about (by its words), and the words a subject's text names the holder with:
+# asked for Maurice of Orange's father, his text says "He succeeded his father William the Silent".
+_BEFORE_NAME = r"(?:,|\s+(?:was|is|were|are))?\s+"
+# "recorded by Japanese recording artist Ayumi Hamasaki": who the holder is, before the name
+_DESCRIBED = (
+    r"(?:(?:[A-Za-z-]+\s+){0,3}?(?:singer|artist|band|rapper|group|duo|musician|singer-songwriter|songwriter|composer"
+    r"|director|filmmaker|producer|actor|actress|writer|author|novelist|poet|playwright)s?\s+)?"
+)
+RELATIONS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(asked, re.I), cues)
+    for asked, cues in (
+        (
+            r"\b(?:father|mother|parents?)\b",
+            (
+                r"\b(?:son|daughter|child|heir)s? of\s+",
+                r"\bborn to\s+",
+                rf"\b(?:his|her|their) (?:father|mother|parents){_BEFORE_NAME}",
+            ),
+        ),
+        (
+            r"\b(?:husband|wife|spouse|married|marry|consort|widow(?:er)?)\b",
+            (
+                r"\bmarried(?: to)?\s+",
+                r"\b(?:wife|husband|spouse|consort|widow|widower) of\s+",
+                rf"\b(?:his|her) (?:wife|husband|spouse){_BEFORE_NAME}",
+                r"\bmarriage to\s+",
+            ),
+        ),
+        (
+            r"\b(?:son|daughter|child|children)\b",
+            (rf"\b(?:his|her|their) (?:son|daughter|child){_BEFORE_NAME}", r"\b(?:father|mother|parent) of\s+"),
+        ),
+        (
+            r"\b(?:brother|sister|sibling)s?\b",
+            (
+                rf"\b(?:his|her|their) (?:half-)?(?:brother|sister){_BEFORE_NAME}",
+                r"\b(?:half-)?(?:brother|sister) of\s+",
+            ),
+        ),
+        (r"\bdirect(?:or|ed)\b", (r"\bdirected by\s+",)),
+        (
+            r"\bcompos(?:er|ed)\b",
+            (
+                rf"\bcomposed by\s+{_DESCRIBED}",
+                r"\bmusic (?:was )?(?:by|from)\s+",
+                r"\bscore (?:was )?by\s+",
+                r"\bwritten by\s+",  # a song's composer: its writers
+            ),
+        ),
+        (
+            r"\bperform(?:er|ed)\b|\bsinger\b",
+            (rf"\b(?:performed|recorded|sung) by\s+{_DESCRIBED}", rf"\b(?:song|single|track|album) by\s+{_DESCRIBED}"),
+        ),
+        (r"\bproduc(?:er|ed)\b", (r"\bproduced by\s+",)),
+        (
+            r"\b(?:writer|author|screenwriter|wrote|written)\b",
+            (rf"\bwritten by\s+{_DESCRIBED}", r"\bscreenplay by\s+"),
+        ),
+        (r"\bfound(?:er|ed)\b", (r"\bfounded by\s+",)),
+        (r"\bcreat(?:or|ed)\b", (r"\bcreated by\s+",)),
+        (r"\bedit(?:or|ed)\b", (r"\bedited by\s+",)),
+    )
+)
+# lower-case words inside a name ("William the Silent", "Maria Amalia of Saxony", "Ludwig van Beethoven")
+_PARTICLES = frozenset(
+    {"de", "da", "di", "del", "della", "der", "van", "von", "la", "le", "du", "dos", "bin", "ibn", "the", "of", "y"}
+)
+# words before a name that its own document's title leaves out ("King Oswiu of Northumbria" is titled "Oswiu")
+_HONORIFICS = frozenset(
+    {
+        "king",
+        "queen",
+        "prince",
+        "princess",
+        "emperor",
+        "empress",
+        "sir",
+        "lord",
+        "lady",
+        "saint",
+        "st",
+        "pope",
+        "duke",
+        "count",
+        "countess",
+        "infante",
+        "infanta",
+        "dr",
+        "president",
+        "duchess",
+        "marquis",
+        "viscount",
+        "caliph",
+        "sultan",
+        "khan",
+        "shah",
+        "tsar",
+        "czar",
+        "archduke",
+        "grand",
+        "baron",
+        "earl",
+        "marquess",
+    }
+)
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Camille (1926 film)" names the document of "Camille"
+NAMES_AFTER_CUE = 3  # "son of Charles III and Maria Amalia of Saxony": both parents
+CHARS_AFTER_CUE = 200
+HITS_LOOKED_AT = 5  # of the keyword search for a named holder
+SENTENCE_CHARS = 300
+
+READ = (
+    'Instead, the next hop: [chunk {subject}] names {name}: "{sentence}" Here is {name}\'s own text, read for you. '
+    "Where the question asks for something about {name} (a place, a date), answer with that, not with the name; "
+    "or search for what is still missing: {question}"
+)
+HOLD = (
+    "Before your answer stands, the next hop: {named} Above is their own text, read for you. Where the question asks "
+    "for something about them (a place, a date), answer with that, not with the name: {question}"
+)
+NAMED = '[chunk {subject}] names {name}: "{sentence}"'
+HOLD_READS = 2  # "Which film has the director who …, A or B?": both directors
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A holder of the question's relation that its subject's text names, and the holder's own chunk."""
+
+    subject_chunk: str
+    name: str
+    sentence: str
+    chunk_id: str
+
+
+def cues_for(question: str) -> list[re.Pattern[str]]:
+    """The patterns a subject's text names the holder of the relations the question asks about with."""
+    return [re.compile(cue) for asked, cues in RELATIONS if asked.search(question) for cue in cues]
+
+
+def _name_word(word: str, inside: bool) -> bool:
+    """Whether a word may be part of a name: capitalised, an initial, or (inside one) a particle ("of", "al-")."""
+    lower = word.lower()
+    particle = lower in _PARTICLES or lower.startswith(("al-", "el-")) or _ORDINAL.match(lower) is not None
+    return word[:1].isupper() or (inside and particle)
+
+
+def names_after(text: str, start: int) -> list[str]:
+    """The capitalised names that follow ``start`` in ``text`` (a list joined by "," or "and" gives each), up to
+    the first other word: "William the Silent and Anna of Saxony, …" → both. A title after a comma stays with its
+    name ("Victor Cavendish, 9th Duke of Devonshire"); an initial goes on ("M. B. Sreenivasan")."""
+    words = text[start : start + CHARS_AFTER_CUE].split()
+    names: list[str] = []
+    i = 0
+    while i < len(words) and len(names) < NAMES_AFTER_CUE:
+        name: list[str] = []
+        while i < len(words):
+            word = words[i].strip("\"“”'")
+            core = word.rstrip(",.;:)")
+            initial = len(core) == 1 and core.isupper() and word.startswith(f"{core}.")
+            if not _name_word(core, bool(name)):
+                break
+            name.append(f"{core}." if initial else core)
+            i += 1
+            if core == word or initial:
+                continue
+            following = words[i].lower().strip(",") if i < len(words) else ""
+            titled = word.endswith(",") and (following in _HONORIFICS or _ORDINAL.match(following) is not None)
+            if not titled:
+                break
+            name.append(name.pop() + ",")  # "Christian August, Prince of Anhalt-Zerbst": one name
+        while name and name[-1].lower().rstrip(",") in _PARTICLES:
+            name.pop()
+        if not name:
+            break
+        names.append(" ".join(name).rstrip(","))
+        if i < len(words) and words[i].lower() in ("and", "&"):
+            i += 1  # "… of Spain and Maria Amalia of Saxony"
+        elif not words[i - 1].endswith(","):
+            break  # a full stop, or a word that is no name: the list is over
+    return [name for name in names if len(name) >= 3]
+
+
+def title_forms(name: str) -> set[str]:
+    """The ways a document titled by this person may spell its title: as named, without an honorific before it,
+    and without an "of …" after it ("King Oswiu of Northumbria" → "Oswiu")."""
+    words = name.split()
+    while len(words) > 1 and words[0].lower().strip(".") in _HONORIFICS:
+        words = words[1:]
+    forms = {normalize_answer(name), normalize_answer(" ".join(words))}
+    if "," in name:  # "Victor Cavendish, 9th Duke of Devonshire" may be titled "Victor Cavendish"
+        forms.add(normalize_answer(name.split(",")[0]))
+    if " of " in " ".join(words):
+        forms.add(normalize_answer(" ".join(words).split(" of ")[0]))
+    return {form for form in forms if form}
+
+
+def document_title(doc_id: str) -> str:
+    return normalize_answer(_QUALIFIER.sub("", title_of(doc_id)))
+
+
+def subjects_read(index: Index, question: str, read_ids: list[str]) -> list[ChunkRecord]:
+    """The chunks read whose document the question names (its title, a qualifier aside, in the question)."""
+    asked = f" {normalize_answer(question)} "
+    records, _missing = index.read(read_ids)
+    return [r for r in records if (title := document_title(r.doc_id)) and f" {title} " in asked]
+
+
+def titled_chunk(index: Index, name: str, where: Any) -> ChunkRecord | None:
+    """The first chunk of a document titled by ``name`` among the keyword search's first hits for it."""
+    hits = [hit.chunk_id for hit in index.keyword_search([name], HITS_LOOKED_AT, where)]
+    forms = title_forms(name)
+    return next((r for r in index.read(hits)[0] if document_title(r.doc_id) in forms), None)
+
+
+def naming_sentence(text: str, at: int) -> str:
+    """The sentence of ``text`` around position ``at``, up to :data:`SENTENCE_CHARS` (a chunk's first sentence
+    without the title its document opens with: "Teutberga Teutberga( died …" is said once)."""
+    before = text.rfind(". ", 0, at)
+    start = 0 if before < 0 else before + 2
+    end = text.find(". ", at)
+    sentence = text[start : None if end < 0 else end + 1]
+    words = sentence.split(" ", 1)
+    if start == 0 and len(words) == 2 and words[1].startswith(words[0]):  # a one-word title, said twice
+        sentence = words[1]
+    return sentence[:SENTENCE_CHARS]
+
+
+def next_hops(index: Index, question: str, read_ids: list[str], where: Any = None) -> list[Hop]:
+    """The holders of the question's relation named in the texts read of its subjects, whose own chunks are not
+    read: the hop the model has not made."""
+    cues = cues_for(question)
+    if not cues or not read_ids:
+        return []
+    asked = f" {normalize_answer(question)} "
+    hops: list[Hop] = []
+    for subject in subjects_read(index, question, read_ids):
+        text = " ".join(subject.text.split())
+        for cue in cues:
+            for match in cue.finditer(text):
+                for name in names_after(text, match.end()):
+                    if f" {normalize_answer(name)} " in asked:
+                        continue  # the subject itself, or an option of the question
+                    record = titled_chunk(index, name, where)
+                    if (
+                        record is None
+                        or record.chunk_id in read_ids
+                        or any(h.chunk_id == record.chunk_id for h in hops)
+                    ):
+                        continue
+                    hops.append(Hop(subject.chunk_id, name, naming_sentence(text, match.start()), record.chunk_id))
+    return hops
+
+
+@register
+class HopRead(Policy):
+    """A 1.5B model asked where Maurice of Orange's father died read Maurice's text, which says "He succeeded his
+    father William the Silent", and then searched for Maurice again and again to the step limit; asked where Anna of
+    Pomerania's father died, it answered her own place of death from her text, which names him. The second hop's
+    text was never read. So when the question asks about a relation (a father, a mother, a spouse, a child, a
+    sibling, a director, composer, performer, producer, writer, founder, creator or editor: by its words) and a text
+    read of the question's subject (a document the question names) names its holder ("his father William the
+    Silent", "directed by Helmut Käutner") whose own text (a document titled by the name, among the keyword search's
+    first hits for it) is not read: a repeated call is answered with that text read, instead of the loop's refusal,
+    and the model's first answer is held once with the texts of up to two such holders read for it (both directors of
+    an either-or question), each with the sentence that names them and the question asked again. A corpus whose
+    documents are not one per person or work (a team's handbook) gives it nothing to read. Off by default: re-run
+    where it acts, against the same questions re-run the same day without it, 2Wiki dev +7.5 [−2.5, +17.5] and 24
+    new +4.2, but set aside +0.0, one more model call and about 11 s more on each run it reaches, and one right dev
+    answer that lost its citation; Medical and the own folder never reach it
+    (docs/notebook/2026-12-07-the-second-hop-read.md)."""
+
+    name = "hop_read"
+    summary = (
+        "the unread text of the one the question's subject's text names in the asked relation (a father, a director) "
+        "is read at a repeated call, and for the first answer (held once)"
+    )
+
+    def start(self, run: RunView) -> None:
+        self.hops: list[dict[str, str]] = []
+        self.held = False
+
+    def hops_to_read(self, run: RunView) -> list[Hop]:
+        read = list(dict.fromkeys(run.read_ids))
+        return next_hops(run.toolkit.index, run.question, read, run.toolkit.scope)
+
+    def took(self, hops: list[Hop], when: str) -> None:
+        self.acted()
+        self.hops.extend({"name": h.name, "from": h.subject_chunk, "read": h.chunk_id, "at": when} for h in hops)
+
+    def on_repeat(self, run: RunView, call: Any) -> ReadInstead | None:
+        hops = self.hops_to_read(run)[:1]
+        if not hops:
+            return None
+        self.took(hops, "repeat")
+        hop = hops[0]
+        said = READ.format(subject=hop.subject_chunk, name=hop.name, sentence=hop.sentence, question=run.question)
+        return ReadInstead((hop.chunk_id,), said)
+
+    def on_answer(self, run: RunView, answer: str) -> Hold | None:
+        if self.held:
+            return None
+        hops = self.hops_to_read(run)[:HOLD_READS]
+        if not hops:
+            return None
+        self.held = True
+        self.took(hops, "answer")
+        named = " ".join(NAMED.format(subject=h.subject_chunk, name=h.name, sentence=h.sentence) for h in hops)
+        return Hold(
+            HOLD.format(named=named, question=run.question), read=[h.chunk_id for h in hops], why="for the next hop"
+        )
+
+    def record(self, run: RunView) -> dict[str, Any] | None:
+        return {"hops": self.hops} if self.hops else None
