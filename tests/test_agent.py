@@ -307,7 +307,7 @@ def read_enum(request: dict[str, object]) -> list[str] | None:
 def compact_agent(index: Index, server: ScriptedServer, **settings: object) -> Agent:
     model = ChatModel(LLMSettings(base_url=server.base_url, api_key="k", model="small", max_retries=0))
     view = {"title_reads": False, **settings.pop("view", {})}  # type: ignore[dict-item]
-    policies = ["-opening_search", "-evidence_ledger", *settings.pop("policies", [])]  # type: ignore[misc]
+    policies = ["-opening_search", "-evidence_ledger", "-hop_read", *settings.pop("policies", [])]  # type: ignore[misc]
     settings = {"profile": "compact", "view": view, "policies": policies, **settings}
     return Agent(index, model, AgentSettings(**settings))  # type: ignore[arg-type]
 
@@ -563,7 +563,7 @@ def test_compact_plan_holds_back_a_first_hop_answer_once(hippo_index: Index, ser
 def test_compact_prompts_are_lean(hippo_index: Index, server: ScriptedServer) -> None:
     """No top_k in the actions or the prompt, no scores in results, no "Observation from" line (every prompt and
     generated token costs a small local model time)."""
-    agent = local_json_agent(hippo_index, server, max_steps=3)
+    agent = local_json_agent(hippo_index, server, max_steps=3, policies=["-hop_read"])
     search = {"plan": ["x"], "found": "nothing yet", "action": "keyword_search", "arguments": {"keywords": ["Lothair"]}}
     server.replies = [
         completion(json.dumps(search)),
@@ -1330,7 +1330,8 @@ def test_next_hop_reads_the_person_a_first_hop_names_and_asks_again(hippo_index:
     first_hop = completion(json.dumps({"found": "x", "answer": "Hucbert [chunk Teutberga#0]"}))
     died = completion(json.dumps({"found": "x", "answer": "864 [chunk Hucbert#0]"}))
     server.replies = [*teutberga, first_hop, completion("Yes."), died]
-    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+next_hop"])
+    # hop_read would read Hucbert's text for the first answer ("sister of Hucbert"): next_hop alone here
+    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+next_hop", "-hop_read"])
     result = agent.run(question)
     assert result.stop_reason == "answered" and result.answer == "864 [chunk Hucbert#0]"
     assert result.policies_acted["next_hop"] == 1 and len(server.requests) == 5
@@ -1406,7 +1407,7 @@ def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(
     died = completion(json.dumps({"found": "x", "answer": "864 [chunk Hucbert#0]"}))
     server.replies = [*teutberga, first_hop, completion("not stated"), *hucbert, died, completion("864")]
     policy = {"answer_check": {"search_again": True}}
-    checks = ["+answer_check", "-next_hop"]  # next_hop would send "Hucbert" back first: the check alone here
+    checks = ["+answer_check", "-next_hop", "-hop_read"]  # next_hop, hop_read would act first: the check alone
     agent = local_json_agent(hippo_index, server, max_steps=6, policies=checks, policy=policy)
     result = agent.run(question)
     assert result.stop_reason == "answered" and result.answer == "864 [chunk Hucbert#0]"

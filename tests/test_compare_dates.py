@@ -281,7 +281,7 @@ def test_read_holders_reads_both_directors_then_the_dates_decide(films_index: In
         completion("Blue Lake: 3 October 1901\nRed Sky: 4 March 1938"),
         say(answer="Red Sky [chunk Karl Olsen#0]"),
     ]
-    agent = local_json_agent(films_index, server, max_steps=6, policies=["+compare_dates"], **HOLDERS)
+    agent = local_json_agent(films_index, server, max_steps=6, policies=["+compare_dates", "-hop_read"], **HOLDERS)
     result = agent.run(question)
     assert result.stop_reason == "answered" and result.answer.startswith("Red Sky")
     assert {"Ada Brenner#0", "Karl Olsen#0"} <= set(result.read_chunks) and result.answer_from == "model"

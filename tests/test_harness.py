@@ -44,7 +44,7 @@ QUESTIONS = [
     "What did the abbot's sister marry?",
     "Who was Person 12's father?",
 ]
-EXTRAS = ["option_check", "supported_answer", "same_name", "confident_stop", "repeat_stop", "hop_read"]
+EXTRAS = ["option_check", "supported_answer", "same_name", "confident_stop", "repeat_stop"]
 
 
 @pytest.fixture(scope="module")

@@ -120,7 +120,7 @@ def test_a_two_part_question_s_second_part_drives_a_second_search(hippo_index: I
 
 
 def test_a_follow_up_s_pronoun_is_resolved_before_the_first_search(hippo_index: Index, server: ScriptedServer) -> None:
-    chat = Conversation(agent(hippo_index, server, "+opening_search"))
+    chat = Conversation(agent(hippo_index, server, "+opening_search", "-hop_read"))
     server.replies = [search(["Lothair II"]), read("hit 1"), completion("Ermengarde of Tours [chunk Lothair II#0]")]
     first = chat.ask("Who was the mother of Lothair II?")  # names a document: the model's own search
     assert first.trajectory[0].origin == "model" and first.answer.startswith("Ermengarde of Tours")

@@ -119,3 +119,22 @@ def test_a_model_going_round_its_first_hop_is_given_the_second(hippo_index: Inde
     without = local_json_agent(hippo_index, server, max_steps=6, policies=["-hop_read"]).run(question)
     said = "\n".join(str(m.get("content")) for m in server.requests[3]["messages"][-3:])
     assert "hop_read" not in without.policies_acted and "the next hop" not in said and "You already made" in said
+
+
+def test_answer_at_once_makes_the_action_after_the_hops_read_the_answer(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    question = "When did the husband of Teutberga die?"
+    search = completion(json.dumps({"found": "x", "keyword_search": ["Teutberga"]}))
+    read = completion(json.dumps({"found": "x", "chunk_read": ["Teutberga#0"]}))
+    died = completion(json.dumps({"found": "x", "answer": "8 August 869 [chunk Lothair II#0]"}))
+    server.replies = [search, read, search, died]
+    policy = {"hop_read": {"answer_at_once": True}}
+    agent = local_json_agent(hippo_index, server, max_steps=6, policies=["+hop_read"], policy=policy)
+    result = agent.run(question)
+    assert result.stop_reason == "answered" and result.answer == "8 August 869 [chunk Lothair II#0]"
+    said = "\n".join(str(m.get("content")) for m in server.requests[3]["messages"][-3:])
+    assert "Answer the question now from what you have read" in said and "Lothair II( 835" in said
+    # the answer was the only action offered after the read; before it, searches were
+    assert "keyword_search" in json.dumps(server.requests[2]["response_format"])
+    assert "keyword_search" not in json.dumps(server.requests[3]["response_format"])

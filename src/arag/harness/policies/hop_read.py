@@ -1,5 +1,5 @@
-"""hop_read: a repeated call in a question about someone's relation (a father, a wife, a film's director) reads the
-text of the one the question's own subject's text names in that relation, when it is not read yet."""
+"""hop_read: in a question about someone's relation (a father, a wife, a film's director), the unread text of the one
+the question's own subject's text names in that relation is read at a repeated call and for the first answer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from arag.harness.contract import Hold, Policy, ReadInstead, RunView
+from pydantic import BaseModel, ConfigDict, Field
+
+from arag.harness.contract import Allow, Base, Hold, Policy, ReadInstead, RunView
 from arag.harness.registry import register
 from arag.index import Index, title_of
 from arag.store import ChunkRecord
@@ -82,41 +84,12 @@ _PARTICLES = frozenset(
 )
 # words before a name that its own document's title leaves out ("King Oswiu of Northumbria" is titled "Oswiu")
 _HONORIFICS = frozenset(
-    {
-        "king",
-        "queen",
-        "prince",
-        "princess",
-        "emperor",
-        "empress",
-        "sir",
-        "lord",
-        "lady",
-        "saint",
-        "st",
-        "pope",
-        "duke",
-        "count",
-        "countess",
-        "infante",
-        "infanta",
-        "dr",
+    re.findall(
+        r"\w+",
+        "king queen prince princess emperor empress archduke grand duke duchess count countess marquis marquess "
+        "viscount baron earl sir lord lady saint st pope infante infanta caliph sultan khan shah tsar czar dr "
         "president",
-        "duchess",
-        "marquis",
-        "viscount",
-        "caliph",
-        "sultan",
-        "khan",
-        "shah",
-        "tsar",
-        "czar",
-        "archduke",
-        "grand",
-        "baron",
-        "earl",
-        "marquess",
-    }
+    )
 )
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Camille (1926 film)" names the document of "Camille"
@@ -134,8 +107,23 @@ HOLD = (
     "Before your answer stands, the next hop: {named} Above is their own text, read for you. Where the question asks "
     "for something about them (a place, a date), answer with that, not with the name: {question}"
 )
+ANSWER_NOW = (
+    "Answer the question now from what you have read (where it asks for something about them, a place or a date, "
+    "with that, not with the name): {question}"
+)
 NAMED = '[chunk {subject}] names {name}: "{sentence}"'
 HOLD_READS = 2  # "Which film has the director who …, A or B?": both directors
+
+
+class HopReadSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer_at_once: bool = Field(
+        True,
+        description="After the holder's text is read (at a repeat, up to two holders then too, or for the first "
+        "answer), the next action must be the answer, without tools. Without it the model may search on, and did "
+        "in most reached runs: one more model call and about 11 s a reached run on 2Wiki, loops not ended.",
+    )
 
 
 @dataclass(frozen=True)
@@ -278,14 +266,16 @@ class HopRead(Policy):
     Silent", "directed by Helmut Käutner") whose own text (a document titled by the name, among the keyword search's
     first hits for it) is not read: a repeated call is answered with that text read, instead of the loop's refusal,
     and the model's first answer is held once with the texts of up to two such holders read for it (both directors of
-    an either-or question), each with the sentence that names them and the question asked again. A corpus whose
-    documents are not one per person or work (a team's handbook) gives it nothing to read. Off by default: re-run
-    where it acts, against the same questions re-run the same day without it, 2Wiki dev +7.5 [−2.5, +17.5] and 24
-    new +4.2, but set aside +0.0, one more model call and about 11 s more on each run it reaches, and one right dev
-    answer that lost its citation; Medical and the own folder never reach it
+    an either-or question), each with the sentence that names them and the question asked again; then the next action
+    is the answer (``answer_at_once``). A corpus whose documents are not one per person or work (a team's handbook)
+    gives it nothing to read. Measured where it acts, against the same questions re-run the same day without it:
+    2Wiki dev answerable +0.0, own answers +9.7, stalled −9.7 (19.4 → 9.7 %), model calls level; set aside +5.0, stalled
+    −3.1; 24 new +4.2; Medical and the own folder never reach it. Letting the model search on after the read instead
+    gave dev +7.5 but set aside +0.0, stalled unchanged and ~11 s more a reached run
     (docs/notebook/2026-12-07-the-second-hop-read.md)."""
 
     name = "hop_read"
+    Settings = HopReadSettings
     summary = (
         "the unread text of the one the question's subject's text names in the asked relation (a father, a director) "
         "is read at a repeated call, and for the first answer (held once)"
@@ -294,6 +284,8 @@ class HopRead(Policy):
     def start(self, run: RunView) -> None:
         self.hops: list[dict[str, str]] = []
         self.held = False
+        self.answer_next = False  # answer_at_once: the action after a hop's read is the answer
+        self.at_once = isinstance(self.config, HopReadSettings) and self.config.answer_at_once
 
     def hops_to_read(self, run: RunView) -> list[Hop]:
         read = list(dict.fromkeys(run.read_ids))
@@ -301,13 +293,22 @@ class HopRead(Policy):
 
     def took(self, hops: list[Hop], when: str) -> None:
         self.acted()
+        self.answer_next = self.at_once
         self.hops.extend({"name": h.name, "from": h.subject_chunk, "read": h.chunk_id, "at": when} for h in hops)
 
+    def allow(self, run: RunView, base: Base) -> Allow | None:
+        answer_next, self.answer_next = self.answer_next, False  # for one action
+        return Allow(final=True) if answer_next and not base.forced else None
+
     def on_repeat(self, run: RunView, call: Any) -> ReadInstead | None:
-        hops = self.hops_to_read(run)[:1]
+        hops = self.hops_to_read(run)[: HOLD_READS if self.at_once else 1]
         if not hops:
             return None
         self.took(hops, "repeat")
+        if self.at_once:
+            named = " ".join(NAMED.format(subject=h.subject_chunk, name=h.name, sentence=h.sentence) for h in hops)
+            said = f"Instead, the next hop: {named} Here is their own text, read for you. " + ANSWER_NOW
+            return ReadInstead(tuple(h.chunk_id for h in hops), said.format(question=run.question))
         hop = hops[0]
         said = READ.format(subject=hop.subject_chunk, name=hop.name, sentence=hop.sentence, question=run.question)
         return ReadInstead((hop.chunk_id,), said)
@@ -321,9 +322,11 @@ class HopRead(Policy):
         self.held = True
         self.took(hops, "answer")
         named = " ".join(NAMED.format(subject=h.subject_chunk, name=h.name, sentence=h.sentence) for h in hops)
-        return Hold(
-            HOLD.format(named=named, question=run.question), read=[h.chunk_id for h in hops], why="for the next hop"
-        )
+        message = HOLD.format(named=named, question=run.question)
+        if self.at_once:
+            message = f"Before your answer stands, the next hop: {named} Above is their own text, read for you. "
+            message += ANSWER_NOW.format(question=run.question)
+        return Hold(message, read=[h.chunk_id for h in hops], why="for the next hop")
 
     def record(self, run: RunView) -> dict[str, Any] | None:
         return {"hops": self.hops} if self.hops else None
