@@ -188,6 +188,12 @@ _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Ek Hi Bhool (1940 Film)": the 
 _SECOND_PART = re.compile(r",?\s+and\s+(?=(?:who|whom|whose|what|when|where|which|why|how)\b)", re.I)
 
 
+def without_qualifier(text: str) -> str:
+    """A title or a name without the bracket that ends it ("Camille (1926 film)" → "Camille", "William Axt (1922)"
+    → "William Axt")."""
+    return _QUALIFIER.sub("", text)
+
+
 def question_names(question: str) -> list[str]:
     """What a question names and its answer depends on: the two options of an either-or question, else its
     capitalised phrases (names, titles), each without a possessive "'s" and a trailing "(…)" qualifier; words of a
@@ -196,7 +202,7 @@ def question_names(question: str) -> list[str]:
     found = options or _NAME.findall(question.removeprefix("Question:").strip())
     names: list[str] = []
     for name in found:
-        name = _QUALIFIER.sub("", re.sub(r"['’]s?$", "", name.strip(" ,.?!:;\"'"))).strip()
+        name = without_qualifier(re.sub(r"['’]s?$", "", name.strip(" ,.?!:;\"'"))).strip()
         words = name.split()
         while words and words[0].lower() in _QUESTION_WORDS and not options:
             words = words[1:]

@@ -11,9 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arag.harness.contract import Allow, Base, Hold, Policy, ReadInstead, RunView
 from arag.harness.registry import register
+from arag.harness.text import without_qualifier
 from arag.index import Index, title_of
 from arag.store import ChunkRecord
 from arag.text import normalize_answer
+from arag.tools.toolkit import ToolCall
 
 # The relations a question may ask about (by its words), and the words a subject's text names the holder with:
 # asked for Maurice of Orange's father, his text says "He succeeded his father William the Silent".
@@ -92,7 +94,6 @@ _HONORIFICS = frozenset(
     )
 )
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
-_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Camille (1926 film)" names the document of "Camille"
 NAMES_AFTER_CUE = 3  # "son of Charles III and Maria Amalia of Saxony": both parents
 CHARS_AFTER_CUE = 200
 HITS_LOOKED_AT = 5  # of the keyword search for a named holder
@@ -199,7 +200,7 @@ def title_forms(name: str) -> set[str]:
 
 
 def document_title(doc_id: str) -> str:
-    return normalize_answer(_QUALIFIER.sub("", title_of(doc_id)))
+    return normalize_answer(without_qualifier(title_of(doc_id)))  # "Camille (1926 film)" is "Camille"'s document
 
 
 def subjects_read(index: Index, question: str, read_ids: list[str]) -> list[ChunkRecord]:
@@ -237,13 +238,15 @@ def next_hops(index: Index, question: str, read_ids: list[str], where: Any = Non
         return []
     asked = f" {normalize_answer(question)} "
     hops: list[Hop] = []
+    looked_up: set[str] = set()  # a name the texts give twice is searched for once
     for subject in subjects_read(index, question, read_ids):
         text = " ".join(subject.text.split())
         for cue in cues:
             for match in cue.finditer(text):
                 for name in names_after(text, match.end()):
-                    if f" {normalize_answer(name)} " in asked:
-                        continue  # the subject itself, or an option of the question
+                    if name in looked_up or f" {normalize_answer(name)} " in asked:
+                        continue  # looked up already; or the subject itself, or an option of the question
+                    looked_up.add(name)
                     record = titled_chunk(index, name, where)
                     if (
                         record is None
@@ -300,7 +303,7 @@ class HopRead(Policy):
         answer_next, self.answer_next = self.answer_next, False  # for one action
         return Allow(final=True) if answer_next and not base.forced else None
 
-    def on_repeat(self, run: RunView, call: Any) -> ReadInstead | None:
+    def on_repeat(self, run: RunView, call: ToolCall) -> ReadInstead | None:
         hops = self.hops_to_read(run)[: HOLD_READS if self.at_once else 1]
         if not hops:
             return None

@@ -9,7 +9,7 @@ from typing import Any
 from arag.citations import without_citations
 from arag.harness.contract import Hold, Policy, Reread, RunView
 from arag.harness.registry import register
-from arag.harness.text import choice_options, yes_no_question
+from arag.harness.text import choice_options, without_qualifier, yes_no_question
 from arag.index import Index, title_of
 from arag.store import ChunkRecord
 from arag.text import says_not_found
@@ -50,7 +50,6 @@ MAX_NAME_WORDS = 6
 _DIGIT = re.compile(r"\d")
 # a name's own digits, which make it no number: "Victor Cavendish, 9th Duke of Devonshire", "William Axt (1922)"
 _ORDINAL = re.compile(r"\b\d+(?:st|nd|rd|th)\b")
-_AFTER_NAME = re.compile(r"\s*\([^()]*\)\s*$")
 # "Who leads it?" answered with an address: the person's contact, not the person
 _CONTACT = re.compile(r"\S+@\S+\.\w+|https?://|\bwww\.", re.I)
 _WHO = re.compile(r"^\s*(?:who|whom)\b", re.I)
@@ -88,7 +87,7 @@ def asks_for(question: str) -> str | None:
 def bare_name(answer: str) -> str | None:
     """The answer as a name the check may ask about: its citations and a bracket after it aside, short, no digit but
     an ordinal ("9th Duke of Devonshire"), not a refusal."""
-    name = _AFTER_NAME.sub("", " ".join(without_citations(answer).split())).strip(" .;,:")
+    name = without_qualifier(" ".join(without_citations(answer).split())).strip(" .;,:")
     if (
         not name
         or says_not_found(answer)
