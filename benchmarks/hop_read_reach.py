@@ -12,6 +12,9 @@ first, and whether one's text holds a gold answer. No model is asked::
     python benchmarks/hop_read_reach.py runs/after-2wiki runs/after-absent-2wiki --out runs/hops
     mkdir runs/hops-2wiki && cp runs/hops/after-2wiki/results.jsonl runs/hops-2wiki/
     arag eval run … --policy +hop_read --out runs/hops-2wiki
+
+With ``--resolved`` (over runs made with hop_read): only the runs whose hops resolve the question (the one holder in
+place of the relation: ``agent.policy.hop_read.resolved_question``), each printed with it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from arag.agent.prompts import REPEATED
 from arag.eval.runs import chunks_read_in_order
 from arag.eval.splice import gold_holders, reach_arguments, say_reached, write_reach
-from arag.harness.policies.hop_read import next_hops
+from arag.harness.policies.hop_read import next_hops, resolution
 from arag.index import Index
 
 
@@ -31,7 +34,7 @@ def reads_before(trajectory: list[dict[str, Any]], step: int) -> list[str]:
 
 
 def main() -> None:
-    args = reach_arguments(__doc__ or "")
+    args = reach_arguments(__doc__ or "", {"--resolved": "only the runs whose first hop resolves the question"})
 
     def check(index: Index, record: dict[str, Any]) -> bool | None:
         trajectory = record.get("trajectory") or []
@@ -43,10 +46,14 @@ def main() -> None:
                 break
         else:
             return False
+        resolved = resolution(record["question"], hops)
+        if args.resolved and resolved is None:
+            return False
         gold_in = gold_holders(index, record, [h.chunk_id for h in hops]) or "none"
         names = ", ".join(h.name for h in hops)
         where = "at the final answer" if step == len(trajectory) else f"at step {step + 1} (a repeat or a hold's read)"
-        say_reached(record, f"{where}: {names}; gold answer in {gold_in}; right before: {record.get('contain_acc')}")
+        said = f"{where}: {names}; gold answer in {gold_in}; right before: {record.get('contain_acc')}"
+        say_reached(record, said + (f'; resolved: "{resolved[1]}"' if resolved else ""))
         return True
 
     write_reach(args.runs, args.out, "hop_read", check)

@@ -156,8 +156,9 @@ def _base64(data: bytes) -> str:
 @settings(max_examples=60 * FUZZ_SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.text(max_size=40) | st.binary(max_size=40).map(_base64), min_size=3, max_size=3))
 def test_fuzzed_jwts_are_refused_cleanly(server: dict[str, Any], parts: list[str]) -> None:
-    token = bytes(b for b in ".".join(parts).encode("latin-1", "ignore") if 0x20 <= b != 0x7F)  # a header's bytes
-    headers = {"Authorization": b"Bearer " + token}
+    # a header's bytes: no control bytes, and no space at its end (HTTP trims it; the client refuses to send it)
+    token = bytes(b for b in ".".join(parts).encode("latin-1", "ignore") if 0x20 <= b != 0x7F)
+    headers = {"Authorization": (b"Bearer " + token).rstrip(b" ")}
     body = {"keywords": ["2026"], "top_k": 10}
     response = httpx.post(f"{server['url']}/api/search/keyword", json=body, headers=headers, timeout=30)
     assert response.status_code == 401, response.text

@@ -222,7 +222,7 @@ class Agent:
     def _send_back(self, run: RunState, harness: Harness, hold: Hold) -> None:
         if hold.read:
             read = ToolCall(run.toolkit.names["chunk_read"], {"chunk_ids": hold.read})
-            self._show(run, harness, read, run.harness_read(hold.read), note=hold.message, why=hold.why)
+            self._show(run, harness, read, run.harness_read(hold.read, hold.focus), note=hold.message, why=hold.why)
         else:
             run.tell(hold.message)
 
@@ -239,7 +239,7 @@ class Agent:
                     self._answer(run, harness, outcome.answer, "answered")
                     return
                 if isinstance(outcome, ReadInstead):
-                    read = run.harness_read(list(outcome.chunk_ids))
+                    read = run.harness_read(list(outcome.chunk_ids), outcome.focus)
                     result = replace(read, observation=f"{prompts.REPEATED} {outcome.says}\n{read.observation}")
                 elif isinstance(outcome, Refuse):
                     result = run.refusal(call, f"{prompts.REPEATED} {outcome.says}")

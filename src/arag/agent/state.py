@@ -182,9 +182,16 @@ class RunState:
         self.remember(call)
         return self._run_tool(call.name, call.arguments, by_model=False)
 
-    def harness_read(self, chunk_ids: list[str]) -> ToolResult:
-        """A read the loop makes for the model (for a policy)."""
-        return self._run_tool(self.toolkit.names["chunk_read"], {"chunk_ids": chunk_ids})
+    def harness_read(self, chunk_ids: list[str], focus: str = "") -> ToolResult:
+        """A read the loop makes for the model (for a policy); ``focus``: what a view that shows part of a long
+        chunk chooses its sentences for, in place of the question (the question resolved to a next hop)."""
+        if not focus:
+            return self._run_tool(self.toolkit.names["chunk_read"], {"chunk_ids": chunk_ids})
+        question, self.toolkit.focus_query = self.toolkit.focus_query, focus
+        try:
+            return self._run_tool(self.toolkit.names["chunk_read"], {"chunk_ids": chunk_ids})
+        finally:
+            self.toolkit.focus_query = question
 
     def _run_tool(self, name: str, arguments: Any, header: str | None = None, by_model: bool = True) -> ToolResult:
         read_before = frozenset(self.read_ids)

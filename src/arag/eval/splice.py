@@ -24,11 +24,14 @@ from arag.index import Index
 Check = Callable[[Index, dict[str, Any]], bool | None]
 
 
-def reach_arguments(description: str) -> argparse.Namespace:
-    """A reach script's arguments: the recorded run directories, and where the reach goes."""
+def reach_arguments(description: str, switches: dict[str, str] | None = None) -> argparse.Namespace:
+    """A reach script's arguments: the recorded run directories, where the reach goes, and the script's own
+    on/off ``switches`` (flag → help)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path, nargs="+", help="run directories of arag eval run")
     parser.add_argument("--out", type=Path, required=True, help="where the reach and the kept results are written")
+    for flag, explained in (switches or {}).items():
+        parser.add_argument(flag, action="store_true", help=explained)
     return parser.parse_args()
 
 

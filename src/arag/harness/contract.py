@@ -232,6 +232,7 @@ class Hold:
     message: str
     read: list[str] = field(default_factory=list)
     why: str = ""  # for a read: when it is made ("before its answer from snippets")
+    focus: str = ""  # for a read: what a long chunk's sentences shown are chosen for, if not the question
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,7 @@ class ReadInstead:
 
     chunk_ids: tuple[str, ...]
     says: str
+    focus: str = ""  # what a long chunk's sentences shown are chosen for, if not the question
 
 
 @dataclass(frozen=True)
