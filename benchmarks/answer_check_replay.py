@@ -28,10 +28,9 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from arag.eval.runner import run_index
-from arag.eval.runs import RESULTS, chunks_read, read_results
+from arag.eval.runs import RESULTS, chunks_read, read_results, searched
 from arag.harness.policies.answer_check import (
     WINDOW,
     answers_question,
@@ -40,18 +39,10 @@ from arag.harness.policies.answer_check import (
     checked,
     unanswered,
 )
-from arag.harness.reads import searches_in
 from arag.models.choice import chat_model
 from arag.settings import load_settings
-from arag.tools.toolkit import TOOL_NAMES
 
 SCORES = ("contain_acc", "exact_match", "f1", "key_terms_acc", "llm_acc")
-
-
-def searched(record: dict[str, Any]) -> list[str]:
-    """What the recorded run's searches looked for, as the policy reads a live run's."""
-    steps = ((str(step.get("tool")), step.get("arguments") or {}) for step in record.get("trajectory") or [])
-    return searches_in(steps, TOOL_NAMES[0], TOOL_NAMES[1])
 
 
 def main() -> None:

@@ -208,6 +208,11 @@ class Agent:
                     return
                 continue  # the forced answer cannot be sent back: it stands
             answer = run.reread_answer(name, answer, turned)
+        if answer:
+            settled = harness.settle(run, answer)
+            answer = settled.answer
+            if settled.source:
+                run.answer_instead(settled.source)
         run.finish(answer, reason)
 
     def _held(self, run: RunState, harness: Harness, answer: str) -> bool:

@@ -81,6 +81,15 @@ def chunks_read(record: dict[str, Any]) -> list[str]:
     return sorted(chunks_read_in_order(record)) or sorted(str(c) for c in record.get("retrieved_chunks") or [])
 
 
+def searched(record: dict[str, Any]) -> list[str]:
+    """What a result record's searches looked for, as a policy reads a live run's (``arag.harness.reads``)."""
+    from arag.harness.reads import searches_in
+    from arag.tools.toolkit import TOOL_NAMES
+
+    steps = ((str(step.get("tool")), step.get("arguments") or {}) for step in record.get("trajectory") or [])
+    return searches_in(steps, TOOL_NAMES[0], TOOL_NAMES[1])
+
+
 def mean_present(values: list[float | None]) -> float | None:
     """The mean of the values that are not None (None if none is)."""
     present = [v for v in values if v is not None]

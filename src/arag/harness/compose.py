@@ -143,9 +143,16 @@ class Harness:
         )
 
     def revise(self, run: RunView, answer: str) -> Revised:
+        return self._in_turn("revise", run, answer)
+
+    def settle(self, run: RunView, answer: str) -> Revised:
+        return self._in_turn("settle", run, answer)
+
+    def _in_turn(self, hook: str, run: RunView, answer: str) -> Revised:
+        """An answer edited by each policy's ``hook`` in turn (``revise`` or ``settle``), each on the one before's."""
         source = None
-        for policy in in_order(self.policies, "revise"):
-            revised = policy.revise(run, answer)
+        for policy in in_order(self.policies, hook):
+            revised = getattr(policy, hook)(run, answer)
             if revised is not None:
                 answer, source = revised.answer, revised.source or source
         return Revised(answer, source)

@@ -24,6 +24,7 @@ The hooks, in the order a question meets them:
   call).
 * ``reread(run, answer)`` → :class:`Reread`: one more model call, without tools, that turns the final answer into
   another, or (while the model acts, not for the forced answer) sends it back like a hold.
+* ``settle(run, answer)`` → :class:`Revised`: the final answer as it will be shown (after the rereads), edited.
 * ``record(run)`` → ``dict``: what the policy adds to the result, under its name (``AgentResult.policy_records``).
 
 Where the order of a bundle's policies matters (the first hold wins, the first repeat outcome wins, call edits and
@@ -322,6 +323,9 @@ class Policy:
         return None
 
     def revise(self, run: RunView, answer: str) -> Revised | None:
+        return None
+
+    def settle(self, run: RunView, answer: str) -> Revised | None:
         return None
 
     def on_answer(self, run: RunView, answer: str) -> Hold | None:
