@@ -13,6 +13,8 @@ from typing import Any
 
 from arag.errors import ARagError
 from arag.eval.metrics import KeyTerms
+from arag.harness.reads import searches_in
+from arag.tools.toolkit import TOOL_NAMES
 
 RESULTS, SUMMARY, CONFIG = "results.jsonl", "summary.json", "config.json"
 
@@ -83,9 +85,6 @@ def chunks_read(record: dict[str, Any]) -> list[str]:
 
 def searched(record: dict[str, Any]) -> list[str]:
     """What a result record's searches looked for, as a policy reads a live run's (``arag.harness.reads``)."""
-    from arag.harness.reads import searches_in
-    from arag.tools.toolkit import TOOL_NAMES
-
     steps = ((str(step.get("tool")), step.get("arguments") or {}) for step in record.get("trajectory") or [])
     return searches_in(steps, TOOL_NAMES[0], TOOL_NAMES[1])
 
