@@ -20,9 +20,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from arag.citations import without_citations
 from arag.eval.runner import run_index
 from arag.eval.runs import RESULTS, chunks_read, read_results, searched
 from arag.harness.policies.answer_in_text import MADE_UP, made_up_terms, said_in, words_shown
+from arag.harness.reads import quoted_searches
 
 SCORES = ("contain_acc", "exact_match", "f1", "key_terms_acc", "llm_acc")
 
@@ -51,8 +53,8 @@ def main() -> None:
                 terms = made_up_terms(answer, question)
                 if terms is not None and not said_in(terms, words_shown(index, shown(record))):
                     acted += 1
-                    searches = "; ".join(f'"{s}"' for s in searched(record)[:6]) or "nothing yet"
-                    refusal = MADE_UP.format(answer=answer.split(" [chunk")[0].strip(), searched=searches)
+                    searches = quoted_searches(searched(record))
+                    refusal = MADE_UP.format(answer=without_citations(answer).strip(), searched=searches)
                     right = any(record.get(k) for k in SCORES)
                     print(f"  {'right' if right else 'wrong'}: {question[:70]} | {answer[:60]}", flush=True)
                     record["policy_records"] = {

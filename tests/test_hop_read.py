@@ -13,9 +13,9 @@ from arag.corpus.build import build_index
 from arag.harness import Hold, ReadInstead
 from arag.harness.policies.hop_read import (
     Hop,
-    cues_for,
     names_after,
     next_hops,
+    relation_cues,
     resolution,
     resolved_question,
     spellings,
@@ -195,9 +195,9 @@ def test_a_question_is_resolved_only_to_the_one_holder_of_its_relation() -> None
 
 
 def test_only_a_question_about_a_relation_has_cues() -> None:
-    assert cues_for("Where was the place of death of Maurice, Prince of Orange's father?")
-    assert cues_for("Where did the director of film Goodbye, Franziska die?")
-    assert not cues_for("When was Lothair II born?")
+    assert relation_cues("Where was the place of death of Maurice, Prince of Orange's father?")
+    assert relation_cues("Where did the director of film Goodbye, Franziska die?")
+    assert not relation_cues("When was Lothair II born?")
 
 
 def test_the_subjects_text_names_the_holder_whose_text_is_unread(hippo_index: Index) -> None:

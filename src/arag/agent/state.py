@@ -185,9 +185,8 @@ class RunState:
     def harness_read(self, chunk_ids: list[str], focus: str = "") -> ToolResult:
         """A read the loop makes for the model (for a policy); ``focus``: what a view that shows part of a long
         chunk chooses its sentences for, in place of the question (the question resolved to a next hop)."""
-        if not focus:
-            return self._run_tool(self.toolkit.names["chunk_read"], {"chunk_ids": chunk_ids})
-        question, self.toolkit.focus_query = self.toolkit.focus_query, focus
+        question = self.toolkit.focus_query
+        self.toolkit.focus_query = focus or question
         try:
             return self._run_tool(self.toolkit.names["chunk_read"], {"chunk_ids": chunk_ids})
         finally:

@@ -176,6 +176,11 @@ def read_text_names(run: RunView, name: str) -> bool:
     return any(wanted in f" {normalize_answer(r.text)} " for r in records)
 
 
+def quoted_searches(searched: list[str], none: str = "nothing yet") -> str:
+    """What was searched, as an answer says it: the first six searches, quoted, "; " between them."""
+    return "; ".join(f'"{s}"' for s in searched[:6]) or none
+
+
 def searched_for(run: RunView) -> list[str]:
     """What this question's searches looked for, in order: each keyword search's keywords, each semantic search's
     query."""

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arag.citations import without_citations
 from arag.harness.contract import Hold, Policy, Reread, RunView
-from arag.harness.reads import searched_for
+from arag.harness.reads import quoted_searches, searched_for
 from arag.harness.registry import register
 from arag.harness.text import choice_options, yes_no_question
 from arag.index import Index
@@ -81,7 +81,7 @@ def checked(question: str, answer: str) -> bool:
 
 
 def unanswered(searched: list[str]) -> str:
-    return UNANSWERED.format(searched="; ".join(f'"{s}"' for s in searched[:6]) or "nothing")
+    return UNANSWERED.format(searched=quoted_searches(searched, none="nothing"))
 
 
 class AnswerCheckSettings(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 
 from arag.citations import without_citations
 from arag.harness.contract import Policy, Revised, RunView
-from arag.harness.reads import searched_for
+from arag.harness.reads import quoted_searches, searched_for
 from arag.harness.registry import register
 from arag.index import Index
 from arag.text import NOT_IN_DOCUMENTS, normalize_answer, says_not_found
@@ -75,7 +75,7 @@ class AnswerInText(Policy):
             return None
         self.acted()
         self.made_up = without_citations(answer).strip()
-        searched = "; ".join(f'"{s}"' for s in searched_for(run)[:6]) or "nothing yet"
+        searched = quoted_searches(searched_for(run))
         return Revised(MADE_UP.format(answer=self.made_up, searched=searched), "not in the documents")
 
     def record(self, run: RunView) -> dict[str, Any] | None:

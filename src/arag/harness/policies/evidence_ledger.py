@@ -7,7 +7,7 @@ from typing import Any
 
 from arag.citations import cited_ids
 from arag.harness.contract import Allow, Base, Hold, Policy, Revised, RunView
-from arag.harness.reads import naming, read_text_names, searched_for
+from arag.harness.reads import naming, quoted_searches, read_text_names, searched_for
 from arag.harness.registry import register
 from arag.harness.text import question_names, question_parts
 from arag.text import NOT_IN_DOCUMENTS, normalize_answer, says_not_found
@@ -85,7 +85,7 @@ class EvidenceLedger(Policy):
             names = " or ".join(f'"{name}"' for name in self.absent)
             return Revised(NOTHING_NAMES.format(names=names), "not in the documents")
         if says_not_found(answer):
-            searched = "; ".join(f'"{s}"' for s in searched_for(run)[:6]) or "nothing yet"
+            searched = quoted_searches(searched_for(run))
             if normalize_answer(answer).startswith(normalize_answer(NOT_IN_DOCUMENTS)) and "searched" in answer:
                 return Revised(answer)
             self.acted()

@@ -164,11 +164,6 @@ def relation_cues(question: str) -> list[tuple[str, re.Pattern[str]]]:
     ]
 
 
-def cues_for(question: str) -> list[re.Pattern[str]]:
-    """The patterns a subject's text names the holder of the relations the question asks about with."""
-    return [cue for _relation, cue in relation_cues(question)]
-
-
 # between "the director of" and the title: "the director of film Goodbye, Franziska"
 _CARRIER = r"(?:(?:the|film|song|album|single|movie|novel|book|play|series|show|band|group)\s+)*"
 _WHO_IS = re.compile(r"\s*who\s+(?:is|was|are|were)\s+", re.I)
