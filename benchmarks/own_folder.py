@@ -4,10 +4,14 @@ folder does not answer, and questions whose answer lies outside the scope they a
     python benchmarks/own_folder.py                                  # the embedded default (compact profile)
     python benchmarks/own_folder.py --profile paper                  # the paper's loop on the same questions
     python benchmarks/own_folder.py --policy -read_before_answer --out runs/own-folder-without.jsonl
+    python benchmarks/own_folder.py --folder benchmarks/own_folder/lab \\
+        --questions benchmarks/own_folder/lab-questions.json
 
 The folder (benchmarks/own_folder/handbook: eight short Markdown files of a made-up company) and its questions
 (benchmarks/own_folder/questions.json) were written for this check, not taken from a benchmark, and no default was
-chosen on them: it is the dev sets' complement, the shape of question a team asks of its own documents. An
+chosen on them: it is the dev sets' complement, the shape of question a team asks of its own documents. A second
+folder in other formats (benchmarks/own_folder/lab: a research group's web page, Word, Excel, PDF, Markdown and a
+plain-text file; lab-questions.json) was written the same way, later, to see what the first one had not. An
 answerable question is right when the answer holds a term of every one of its ``groups`` (alternatives; matched as
 the Medical key terms are, ``arag.eval.metrics.KeyTerms``) and is not a refusal;
 an absent or out-of-scope one is right when the agent says "Not in the documents" (the result's ``not_found``).
@@ -103,6 +107,8 @@ def main() -> int:
                 "repeats": repeated_calls(result.to_dict()),
                 "cited": cited,
                 "seconds": round(seconds, 1),
+                "policies_acted": result.policies_acted,
+                "trajectory": result.to_dict()["trajectory"],
                 **score(question, terms, without_citations(result.answer), result.not_found, texts),
             }
             records.append(record)

@@ -39,6 +39,19 @@ def test_paragraphs_and_lists_split() -> None:
     assert sentences(text) == ["# Title", "First paragraph without a period", "- item one", "- item two\nlast line"]
 
 
+def test_a_markdown_heading_is_a_sentence_of_its_own_also_without_a_blank_line_after_it() -> None:
+    text = "# Projects\n\n## Deep Carbon\nDeep Carbon measures carbon. It is led by Jonas Berg.\n### Notes\n- one"
+    assert sentences(text) == [
+        "# Projects",
+        "## Deep Carbon",
+        "Deep Carbon measures carbon.",
+        "It is led by Jonas Berg.",
+        "### Notes",
+        "- one",
+    ]
+    assert sentences("#hashtag\nnext line") == ["#hashtag\nnext line"]  # no space after "#": no heading
+
+
 def test_etc_before_capital_ends_sentence() -> None:
     assert sentences("We bought apples, pears, etc. Then we left.") == [
         "We bought apples, pears, etc.",

@@ -354,3 +354,53 @@ def test_sync_follows_office_files_changed_renamed_and_deleted(tmp_path: Path) -
         ]
     finally:
         index.close()
+
+
+SITE_CHROME = (
+    '<nav><a href="/">Home</a> | <a href="/contact">Contact</a></nav>'
+    '<header role="banner"><a href="/">Halden Soil Lab</a> menu</header>'
+    '<div role="navigation">Jobs · People</div>'
+    "<aside>Latest news: the lab won a prize.</aside>"
+    "<footer>© 2026 Halden Soil Lab · Privacy · Cookies</footer>"
+)
+
+
+def test_a_pages_menus_sidebars_and_footer_are_left_out_and_its_contents_own_header_kept(tmp_path: Path) -> None:
+    page = (
+        f"<html><head><title>About</title></head><body>{SITE_CHROME}<main><article>"
+        "<header><h1>About the lab</h1><p>By Mirela Santos</p></header>"
+        "<p>The lab was founded in 2011.</p><footer>Filed under: history</footer></article></main></body></html>"
+    )
+    (tmp_path / "about.html").write_text(page, encoding="utf-8")
+    (document,) = read_source(tmp_path / "about.html")
+    assert document.text == "About the lab\n\nBy Mirela Santos\n\nThe lab was founded in 2011.\n\nFiled under: history"
+    assert [heading for *_, heading in document.structure.headings] == ["About the lab"]
+
+
+def test_a_page_that_is_all_menu_is_read_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "sitemap.html").write_text(f"<html><body>{SITE_CHROME}</body></html>", encoding="utf-8")
+    (document,) = read_source(tmp_path / "sitemap.html")
+    assert "Contact" in document.text and "Privacy" in document.text and "Jobs" in document.text
+
+
+@settings(max_examples=60 * FUZZ_SCALE, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["nav", "aside", "footer", "header", "main", "article", "div", "p", "section"]),
+            st.sampled_from(["", ' role="navigation"', ' role="main"', ' role="contentinfo"']),
+            st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=20),
+        ),
+        max_size=8,
+    )
+)
+def test_any_page_keeps_text_and_never_more_than_it_wrote(elements: list[tuple[str, str, str]]) -> None:
+    import html as html_module
+
+    from arag.corpus.markup import html_to_text
+
+    body = "".join(f"<{tag}{role}>{html_module.escape(text)}</{tag}>" for tag, role, text in elements)
+    kept = html_to_text(f"<html><body>{body}</body></html>").text
+    written = " ".join(text for _tag, _role, text in elements)
+    assert set(kept.split()) <= set(written.split())
+    assert bool(kept.strip()) == bool(written.strip())  # a page with any text keeps some

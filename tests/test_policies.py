@@ -880,3 +880,41 @@ def test_answer_check_text_takes_any_question_and_answer(hippo_index: Index, que
     records = hippo_index.read(read)[0]
     assert text is not None and set(text.split()) <= {w for r in records for w in r.text.split()} | {"Teutberga"}
     assert "Teutberga" in text or "Hucbert" in text  # two sentences and their neighbours: never empty
+
+
+@pytest.mark.parametrize(
+    ("sentence", "heading"),
+    [
+        ("The Halden Soil Lab", True),
+        ("## Root Signals", True),
+        ("Signs and symptoms", True),
+        ("Kestrel is a private company.", False),
+        ("It was founded in 2011 by Professor Mirela Santos, who still directs it", False),  # longer: a statement
+        ("Open sores that heal:", False),
+        ("What is bone cancer?", False),  # a question (asks_a_question), not a heading
+    ],
+)
+def test_a_heading_is_told_from_a_statement(sentence: str, heading: bool) -> None:
+    from arag.harness.text import a_heading
+
+    assert a_heading(sentence) is heading
+
+
+def test_the_closest_sentence_passes_over_a_heading_unless_nothing_else_is_left(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("lab")
+    (folder / "lab.md").write_text(
+        "# The Halden Soil Lab\n\nThe lab studies soil. It was founded in 2011 by Mirela Santos.\n", encoding="utf-8"
+    )
+    (folder / "menu.md").write_text("# The Halden Soil Lab\n", encoding="utf-8")
+    build_index([folder], folder / "idx", IndexSettings(embedder="fake", threads=1))
+    index = Index.open(folder / "idx", threads=1)
+    run, _ = fake_run(index, question="The Halden Soil Lab")  # the fake embedder: the heading is nearest
+    (chunk_id,) = [h.chunk_id for h in index.keyword_search(["studies soil"], 1)]
+    sentences, scores = question_scores(run, index.read([chunk_id])[0][0])
+    assert sentences[int(np.argmax(scores))].strip() == "# The Halden Soil Lab"
+    closest = closest_sentences(run, [chunk_id], k=5)
+    assert [e.sentence.strip() for e in closest] and all("#" not in e.sentence for e in closest)
+    (menu,) = [h.chunk_id for h in index.keyword_search(["Halden"], 5) if "menu" in h.chunk_id]
+    assert closest_sentences(run, [menu])[0].sentence.strip() == "# The Halden Soil Lab"  # nothing else: it comes

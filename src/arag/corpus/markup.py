@@ -30,6 +30,12 @@ def read_text(path: Path) -> str:
 
 _MARK = re.compile("\x02([1-6])(.*?)\x03|\x04(\\d+)\x05", re.S)  # a heading's text, or a table's number
 
+# a site's page chrome, the same on every page of it: its menus, sidebars, footers and banner (ARIA's landmark roles
+# for them too); a search for "Contact" or "Privacy" would find every page, and a page's chunk would open with them
+CHROME_TAGS = ("nav", "aside", "footer")
+CHROME_ROLES = {"navigation", "complementary", "contentinfo", "banner", "search"}
+CONTENT_TAGS = ("main", "article")  # a <header> or <footer> inside these is the content's own (a post's byline)
+
 
 @dataclass
 class HtmlText:
@@ -58,6 +64,34 @@ def _data_table(table: object) -> list[list[str]] | None:
     return rows
 
 
+def _chrome(tag: object) -> bool:
+    """Whether an element is the site's page chrome (:data:`CHROME_TAGS`, :data:`CHROME_ROLES`, a ``<header>``
+    outside the page's content), not a part of its content."""
+    name = tag.name  # type: ignore[attr-defined]
+    role = str(tag.get("role") or "").strip().lower()  # type: ignore[attr-defined]
+    if role in CHROME_ROLES:
+        return True
+    if name not in (*CHROME_TAGS, "header"):
+        return False
+    inside_content = tag.find_parent(CONTENT_TAGS) is not None  # type: ignore[attr-defined]
+    return not inside_content if name in ("header", "footer") else True
+
+
+def _without_chrome(soup: object) -> None:
+    """Takes the page chrome out of ``soup`` — unless that would leave no text: a page that is all menu is read as
+    it is."""
+    chrome = [tag for tag in soup.find_all(True) if _chrome(tag)]  # type: ignore[attr-defined]
+    if not chrome:
+        return
+    marked = {id(tag) for tag in chrome}
+    strings = soup.find_all(string=True)  # type: ignore[attr-defined]
+    if not any(s.strip() and not any(id(p) in marked for p in s.parents) for s in strings):
+        return
+    for tag in chrome:
+        if not any(id(parent) in marked for parent in tag.parents):
+            tag.decompose()
+
+
 def html_to_text(raw: str) -> HtmlText:
     """An HTML page's visible text, with its headings, data tables (as Markdown) and meta fields."""
     import warnings
@@ -82,6 +116,7 @@ def html_to_text(raw: str) -> HtmlText:
     title = soup.title.get_text(strip=True) if soup.title else None
     if soup.head:
         soup.head.decompose()
+    _without_chrome(soup)
     raw_tables: list[list[str]] = []  # each data table's Markdown parts
     for table in soup.find_all("table"):
         rows = _data_table(table)
@@ -109,6 +144,11 @@ def html_to_text(raw: str) -> HtmlText:
         "blockquote",
         "section",
         "article",
+        "main",
+        "nav",
+        "aside",
+        "header",
+        "footer",
         "br",
         "table",
         "ul",

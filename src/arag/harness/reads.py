@@ -13,7 +13,7 @@ from typing import Any
 
 from arag.errors import ARagError
 from arag.harness.contract import RunView
-from arag.harness.text import asks_a_question
+from arag.harness.text import a_heading, asks_a_question
 from arag.harness.view import CompactPresenter, QuestionScores
 from arag.index import Index
 from arag.store import ChunkRecord
@@ -82,7 +82,8 @@ def closest_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], list[s
 def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1, pronouns: bool = False) -> list[Evidence]:
     """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given).
     Sentences that are questions themselves — a guide's headings, "What is bone cancer?", close to any question
-    about it — come only when nothing else is left: they were offered, and returned as answers, in their place.
+    about it — and headings ("The Halden Soil Lab" for "Who founded the Halden Soil Lab?") come only when nothing
+    else is left: they were offered, and returned as answers, in their place.
     With ``pronouns``, a sentence that opens with a pronoun is scored with what it stands for too, and carries the
     sentence before it (``QuestionScores.with_antecedents``): "It was founded in 2014 by …" for "Who founded
     Kestrel?", where alone "Kestrel is a private company." was closer."""
@@ -102,7 +103,7 @@ def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1, pronouns: 
             for text, antecedent, score in zip(sentences, antecedents, scores, strict=True)
         ]
     found.sort(key=lambda e: -e.score)
-    statements = [e for e in found if not asks_a_question(e.sentence)]
+    statements = [e for e in found if not asks_a_question(e.sentence) and not a_heading(e.sentence)]
     return (statements or found)[:k]
 
 

@@ -93,6 +93,18 @@ def asks_a_question(sentence: str) -> bool:
     return bool(_ASKS.search(sentence.strip()))
 
 
+# a heading or a label: a few words that end without a sentence's closing mark ("The Halden Soil Lab", "# Lab
+# members", "Signs and symptoms"); a sentence that says something ends with one, or runs longer
+HEADING_WORDS = 5
+_CLOSES = re.compile(r"[.!?;:…][\"'”’)\]]*$")
+
+
+def a_heading(sentence: str) -> bool:
+    """Whether a sentence is a heading or a label, not a statement: never evidence for an answer."""
+    text = sentence.strip().lstrip("#").strip()
+    return len(text.split()) <= HEADING_WORDS and not _CLOSES.search(text)
+
+
 def restates_question(answer: str, question: str) -> bool:
     """Whether every word of an answer that carries content (its citations aside) is a word of the question:
     "Metastatic breast cancer (MBC)" for "What is the definition of metastatic breast cancer (MBC)?" names nothing
