@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,6 +52,17 @@ def test_a_markdown_heading_is_a_sentence_of_its_own_also_without_a_blank_line_a
         "- one",
     ]
     assert sentences("#hashtag\nnext line") == ["#hashtag\nnext line"]  # no space after "#": no heading
+
+
+def test_a_chunk_never_ends_with_a_heading_whose_section_begins_in_the_next() -> None:
+    filler = " ".join(f"Sentence number {i} fills the section." for i in range(12))
+    text = f"# Guide\n\n{filler}\n\n## Deployments\n\n### Trains\nThe release train leaves every Tuesday. {filler}"
+    for budget in range(20, 200, 3):  # every place a chunk boundary can fall near the headings
+        chunks = chunk_document(text, budget)
+        assert "".join(c.text for c in chunks) == text and all(c.n_tokens <= budget for c in chunks)
+        assert not any(re.search(r"(?m)^#{1,6} [^\n]*\s*\Z", c.text) for c in chunks[:-1]), budget
+        (holder,) = [c for c in chunks if "## Deployments" in c.text]
+        assert "### Trains\nThe release train leaves every Tuesday." in holder.text, budget
 
 
 def test_etc_before_capital_ends_sentence() -> None:

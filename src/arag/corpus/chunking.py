@@ -8,7 +8,7 @@ cross a document boundary; a sentence longer than the budget is cut at whitespac
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -210,7 +210,7 @@ def chunk_document(
         chunks.append(ChunkDraft(len(chunks), start, end, text[start:end], rel, group_tokens))
         group, group_tokens = [], 0
 
-    for unit, whole in _units(text, chunk_tokens, encoding, blocks):
+    for unit, whole in _headings_with_what_follows(text, _units(text, chunk_tokens, encoding, blocks), chunk_tokens):
         tokens = sum(t for _, t in unit)
         if whole and tokens <= chunk_tokens:
             if group and group_tokens + tokens > chunk_tokens:
@@ -253,6 +253,27 @@ def _units(
 
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+_HEADING = re.compile(r"#{1,6}[ \t][^\n]*")
+
+
+def _headings_with_what_follows(
+    text: str, units: Iterable[tuple[list[tuple[Span, int]], bool]], limit: int
+) -> Iterator[tuple[list[tuple[Span, int]], bool]]:
+    """The units, each Markdown heading line kept whole with what follows it (the next headings and the first
+    sentence or table after them), when they fit in a chunk together: a chunk never ends with a heading whose
+    section begins in the next one."""
+    held: list[tuple[Span, int]] = []
+    for unit, whole in units:
+        if not whole and len(unit) == 1 and _HEADING.fullmatch(text[unit[0][0].start : unit[0][0].end].strip()):
+            held += unit
+            continue
+        if held and sum(t for _, t in held) + sum(t for _, t in unit) <= limit:
+            yield held + unit, True
+        else:
+            yield from (([piece], False) for piece in held)
+            yield unit, whole
+        held = []
+    yield from (([piece], False) for piece in held)
 
 
 def _sized_sentences(
