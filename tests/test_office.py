@@ -377,6 +377,13 @@ def test_a_pages_menus_sidebars_and_footer_are_left_out_and_its_contents_own_hea
     assert [heading for *_, heading in document.structure.headings] == ["About the lab"]
 
 
+def test_a_pages_header_stays_where_the_page_marks_no_content_of_its_own(tmp_path: Path) -> None:
+    page = "<html><body><header><h1>Leave policy</h1></header><p>Full-time staff get 27 days.</p></body></html>"
+    (tmp_path / "leave.html").write_text(page, encoding="utf-8")
+    (document,) = read_source(tmp_path / "leave.html")
+    assert document.text == "Leave policy\n\nFull-time staff get 27 days."
+
+
 def test_a_page_that_is_all_menu_is_read_as_it_is(tmp_path: Path) -> None:
     (tmp_path / "sitemap.html").write_text(f"<html><body>{SITE_CHROME}</body></html>", encoding="utf-8")
     (document,) = read_source(tmp_path / "sitemap.html")

@@ -64,9 +64,10 @@ def _data_table(table: object) -> list[list[str]] | None:
     return rows
 
 
-def _chrome(tag: object) -> bool:
-    """Whether an element is the site's page chrome (:data:`CHROME_TAGS`, :data:`CHROME_ROLES`, a ``<header>``
-    outside the page's content), not a part of its content."""
+def _chrome(tag: object, marked_content: bool) -> bool:
+    """Whether an element is the site's page chrome, not a part of its content: :data:`CHROME_TAGS` and
+    :data:`CHROME_ROLES`, a ``<footer>`` outside the content (:data:`CONTENT_TAGS`), and a ``<header>`` outside it
+    where the page marks its content (else the header may be the page's own title)."""
     name = tag.name  # type: ignore[attr-defined]
     role = str(tag.get("role") or "").strip().lower()  # type: ignore[attr-defined]
     if role in CHROME_ROLES:
@@ -74,13 +75,16 @@ def _chrome(tag: object) -> bool:
     if name not in (*CHROME_TAGS, "header"):
         return False
     inside_content = tag.find_parent(CONTENT_TAGS) is not None  # type: ignore[attr-defined]
-    return not inside_content if name in ("header", "footer") else True
+    if name == "header":
+        return marked_content and not inside_content
+    return not inside_content if name == "footer" else True
 
 
 def _without_chrome(soup: object) -> None:
     """Takes the page chrome out of ``soup`` — unless that would leave no text: a page that is all menu is read as
     it is."""
-    chrome = [tag for tag in soup.find_all(True) if _chrome(tag)]  # type: ignore[attr-defined]
+    marked_content = soup.find(CONTENT_TAGS) is not None or soup.find(attrs={"role": "main"}) is not None  # type: ignore[attr-defined]
+    chrome = [tag for tag in soup.find_all(True) if _chrome(tag, marked_content)]  # type: ignore[attr-defined]
     if not chrome:
         return
     marked = {id(tag) for tag in chrome}
