@@ -886,18 +886,19 @@ def test_answer_check_text_takes_any_question_and_answer(hippo_index: Index, que
     ("sentence", "heading"),
     [
         ("The Halden Soil Lab", True),
-        ("## Root Signals", True),
-        ("Signs and symptoms", True),
-        ("Kestrel is a private company.", False),
-        ("It was founded in 2011 by Professor Mirela Santos, who still directs it", False),  # longer: a statement
-        ("Open sores that heal:", False),
-        ("What is bone cancer?", False),  # a question (asks_a_question), not a heading
+        ("# The Halden Soil Lab\n", True),
+        ("## Root  Signals", True),
+        ("Fever and chills", False),  # a short line of a list: no heading the structure records
+        ("The Halden Soil Lab studies soil.", False),
     ],
 )
-def test_a_heading_is_told_from_a_statement(sentence: str, heading: bool) -> None:
-    from arag.harness.text import a_heading
+def test_a_heading_is_one_its_chunk_records(sentence: str, heading: bool) -> None:
+    from arag.harness.text import a_heading, chunk_headings
 
-    assert a_heading(sentence) is heading
+    headings = chunk_headings({"headings": [[0, ["The Halden Soil Lab"]], [40, ["Projects", "Root Signals"]]]})
+    assert headings == {"The Halden Soil Lab", "Root Signals"}
+    assert a_heading(sentence, headings) is heading
+    assert not a_heading(sentence, chunk_headings(None)) and not a_heading(sentence, chunk_headings({}))
 
 
 def test_the_closest_sentence_passes_over_a_heading_unless_nothing_else_is_left(
@@ -905,7 +906,8 @@ def test_the_closest_sentence_passes_over_a_heading_unless_nothing_else_is_left(
 ) -> None:
     folder = tmp_path_factory.mktemp("lab")
     (folder / "lab.md").write_text(
-        "# The Halden Soil Lab\n\nThe lab studies soil. It was founded in 2011 by Mirela Santos.\n", encoding="utf-8"
+        "# The Halden Soil Lab\n\nThe lab studies soil. It was founded in 2011 by Mirela Santos.\n\n- Fever\n",
+        encoding="utf-8",
     )
     (folder / "menu.md").write_text("# The Halden Soil Lab\n", encoding="utf-8")
     build_index([folder], folder / "idx", IndexSettings(embedder="fake", threads=1))
@@ -916,5 +918,6 @@ def test_the_closest_sentence_passes_over_a_heading_unless_nothing_else_is_left(
     assert sentences[int(np.argmax(scores))].strip() == "# The Halden Soil Lab"
     closest = closest_sentences(run, [chunk_id], k=5)
     assert [e.sentence.strip() for e in closest] and all("#" not in e.sentence for e in closest)
+    assert "- Fever" in [e.sentence.strip() for e in closest]  # a list's short line is no heading
     (menu,) = [h.chunk_id for h in index.keyword_search(["Halden"], 5) if "menu" in h.chunk_id]
     assert closest_sentences(run, [menu])[0].sentence.strip() == "# The Halden Soil Lab"  # nothing else: it comes

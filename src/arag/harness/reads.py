@@ -13,7 +13,7 @@ from typing import Any
 
 from arag.errors import ARagError
 from arag.harness.contract import RunView
-from arag.harness.text import a_heading, asks_a_question
+from arag.harness.text import a_heading, asks_a_question, chunk_headings
 from arag.harness.view import CompactPresenter, QuestionScores
 from arag.index import Index
 from arag.store import ChunkRecord
@@ -38,6 +38,7 @@ class Evidence:
     sentence: str
     chunk_id: str
     antecedent: str = ""
+    heading: bool = False  # one of its chunk's headings: a title, not a statement
 
     def shown(self, limit: int) -> str:
         """The sentence as named to the model, within ``limit`` characters: after its antecedent, if it has one
@@ -82,8 +83,9 @@ def closest_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], list[s
 def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1, pronouns: bool = False) -> list[Evidence]:
     """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given).
     Sentences that are questions themselves — a guide's headings, "What is bone cancer?", close to any question
-    about it — and headings ("The Halden Soil Lab" for "Who founded the Halden Soil Lab?") come only when nothing
-    else is left: they were offered, and returned as answers, in their place.
+    about it — and the chunk's headings ("The Halden Soil Lab" for "Who founded the Halden Soil Lab?", as its
+    structure records them) come only when nothing else is left: they were offered, and returned as answers, in
+    their place.
     With ``pronouns``, a sentence that opens with a pronoun is scored with what it stands for too, and carries the
     sentence before it (``QuestionScores.with_antecedents``): "It was founded in 2014 by …" for "Who founded
     Kestrel?", where alone "Kestrel is a private company." was closer."""
@@ -98,12 +100,13 @@ def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1, pronouns: 
                 antecedents = [""] * len(sentences)
         except ARagError:  # an embedding endpoint that fails costs the evidence, not the run
             return []
+        headings = chunk_headings(record.location)
         found += [
-            Evidence(float(score), text, record.chunk_id, antecedent)
+            Evidence(float(score), text, record.chunk_id, antecedent, a_heading(text, headings))
             for text, antecedent, score in zip(sentences, antecedents, scores, strict=True)
         ]
     found.sort(key=lambda e: -e.score)
-    statements = [e for e in found if not asks_a_question(e.sentence) and not a_heading(e.sentence)]
+    statements = [e for e in found if not asks_a_question(e.sentence) and not e.heading]
     return (statements or found)[:k]
 
 

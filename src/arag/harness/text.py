@@ -5,7 +5,8 @@ that no policy imports another."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from arag.citations import CITED, without_citations
 from arag.text import normalize_answer, says_not_found
@@ -93,16 +94,18 @@ def asks_a_question(sentence: str) -> bool:
     return bool(_ASKS.search(sentence.strip()))
 
 
-# a heading or a label: a few words that end without a sentence's closing mark ("The Halden Soil Lab", "# Lab
-# members", "Signs and symptoms"); a sentence that says something ends with one, or runs longer
-HEADING_WORDS = 5
-_CLOSES = re.compile(r"[.!?;:…][\"'”’)\]]*$")
+def chunk_headings(location: Mapping[str, Any] | None) -> set[str]:
+    """The headings a chunk's recorded location names (the last title of each heading path in it), whitespace
+    folded: none for a text without headings (a JSON corpus's passages)."""
+    paths = (location or {}).get("headings") or []
+    return {" ".join(str(path[-1]).split()) for _offset, path in paths if path}
 
 
-def a_heading(sentence: str) -> bool:
-    """Whether a sentence is a heading or a label, not a statement: never evidence for an answer."""
-    text = sentence.strip().lstrip("#").strip()
-    return len(text.split()) <= HEADING_WORDS and not _CLOSES.search(text)
+def a_heading(sentence: str, headings: set[str]) -> bool:
+    """Whether a sentence is one of its chunk's ``headings`` ("# The Halden Soil Lab", "The Halden Soil Lab"): a
+    title, never evidence for an answer. Only the headings the document's structure records count: a short line of
+    a list ("Fever and chills") is no heading."""
+    return bool(headings) and " ".join(sentence.strip().lstrip("#").split()) in headings
 
 
 def restates_question(answer: str, question: str) -> bool:
