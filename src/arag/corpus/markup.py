@@ -83,7 +83,8 @@ def _chrome(tag: object, marked_content: bool) -> bool:
 def _without_chrome(soup: object) -> None:
     """Takes the page chrome out of ``soup`` — unless that would leave no text: a page that is all menu is read as
     it is."""
-    marked_content = soup.find(CONTENT_TAGS) is not None or soup.find(attrs={"role": "main"}) is not None  # type: ignore[attr-defined]
+    content = soup.find(CONTENT_TAGS) or soup.find(attrs={"role": "main"})  # type: ignore[attr-defined]
+    marked_content = content is not None
     chrome = [tag for tag in soup.find_all(True) if _chrome(tag, marked_content)]  # type: ignore[attr-defined]
     if not chrome:
         return
