@@ -95,6 +95,7 @@ def main() -> int:
         for question in questions:
             started = time.perf_counter()
             result = agent.run(question["question"], where=question.get("where"))
+            recorded = result.to_dict()
             seconds = time.perf_counter() - started
             cited = [c["chunk_id"] for c in result.citations]
             texts = [record.text for record in index.read(cited)[0]] if cited else []
@@ -104,11 +105,11 @@ def main() -> int:
                 "not_found": result.not_found,
                 "answer_from": result.answer_from,
                 "stop_reason": result.stop_reason,
-                "repeats": repeated_calls(result.to_dict()),
+                "repeats": repeated_calls(recorded),
                 "cited": cited,
                 "seconds": round(seconds, 1),
                 "policies_acted": result.policies_acted,
-                "trajectory": result.to_dict()["trajectory"],
+                "trajectory": recorded["trajectory"],
                 **score(question, terms, without_citations(result.answer), result.not_found, texts),
             }
             records.append(record)

@@ -99,8 +99,9 @@ _SENTENCE_FINAL_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "a
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then whitespace.
 _BOUNDARY = re.compile(r"""[.!?…]+["'”’»)\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)""")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
-# a Markdown heading line ("## Deep Carbon"): a sentence of its own, also when the next line follows it at once
-_HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}[ \t][^\n]*\n")
+# a Markdown heading line ("## Deep Carbon"): a sentence of its own, also when the next line follows it at once, and
+# packed into the chunk of what follows it
+_HEADING = re.compile(r"#{1,6}[ \t][^\n]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +139,12 @@ def split_sentences(text: str) -> list[Span]:
 def _heading_apart(text: str, span: Span) -> list[Span]:
     """A span that opens with a Markdown heading line and goes on to the next line, as two: the heading, the rest.
     (A boundary comes before every such line already; its own end needs a look back, which a regex cannot make.)"""
-    lead = len(text[span.start : span.end]) - len(text[span.start : span.end].lstrip(" \t\n"))
-    heading = _HEADING_LINE.match(text, span.start + lead, span.end)
-    if heading is None or not text[heading.end() : span.end].strip():
+    body = text[span.start : span.end]
+    heading = _HEADING.match(text, span.end - len(body.lstrip(" \t\n")), span.end)
+    cut = heading.end() + 1 if heading is not None else span.end
+    if heading is None or text[heading.end() : cut] != "\n" or not text[cut : span.end].strip():
         return [span]
-    return [Span(span.start, heading.end()), Span(heading.end(), span.end)]
+    return [Span(span.start, cut), Span(cut, span.end)]
 
 
 def _is_abbreviation(text: str, dot_index: int, next_char: str) -> bool:
@@ -253,7 +255,6 @@ def _units(
 
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
-_HEADING = re.compile(r"#{1,6}[ \t][^\n]*")
 
 
 def _headings_with_what_follows(
