@@ -921,3 +921,51 @@ def test_the_closest_sentence_passes_over_a_heading_unless_nothing_else_is_left(
     assert "- Fever" in [e.sentence.strip() for e in closest]  # a list's short line is no heading
     (menu,) = [h.chunk_id for h in index.keyword_search(["Halden"], 5) if "menu" in h.chunk_id]
     assert closest_sentences(run, [menu])[0].sentence.strip() == "# The Halden Soil Lab"  # nothing else: it comes
+
+
+def test_a_read_for_a_held_answer_names_the_closest_sentence_that_holds_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("held")
+    (folder / "people.md").write_text(
+        "Aiko Tanaka is responsible for the lab and came from Kyoto University in 2024.\n", encoding="utf-8"
+    )
+    (folder / "rooms.md").write_text(
+        "Confocal microscope: room C308. Gas chromatograph: room C305.\n", encoding="utf-8"
+    )
+    build_index([folder], folder / "idx", IndexSettings(embedder="fake", threads=1))
+    index = Index.open(folder / "idx", threads=1)
+    question = "In which room is the instrument that Aiko Tanaka is responsible for?"
+    chunk_ids = sorted(h.chunk_id for h in index.keyword_search(["room", "Aiko"], 5))
+    assert len(chunk_ids) == 2
+
+    def note_after(answer: str, calls: bool = False, held: bool | None = True) -> tuple[str | None, dict[str, object]]:
+        settings = {} if held is None else {"closest_sentence": {"held_answer": held}}
+        run, (policy,) = fake_run(index, "closest_sentence", question=question, policy=settings)
+        run.record_action(Action([ToolCall("chunk_read", {"chunk_ids": chunk_ids})] if calls else [], answer))
+        result = run.harness_read(chunk_ids)
+        return policy.after_result(run, result), policy.record(run) or {}
+
+    closest = closest_sentences(fake_run(index, question=question)[0], chunk_ids)[0]
+    assert "Kyoto" in closest.sentence  # the premise: nearest the question, it does not hold the room
+    (rooms,) = [c for c in chunk_ids if "rooms" in c]
+    note, record = note_after(f"C308 [chunk {rooms}]")
+    assert note is not None and '"Confocal microscope: room C308." ' in note and f"[chunk {rooms}]" in note
+    assert record == {"held_answers_named": ["c308"]}
+    sentence = "The microscope is in room C308 of the east wing."  # a copied sentence: the closest one corrects it
+    for answer, calls in [
+        ("C308", True),
+        ("Room 12", False),
+        ("Aiko Tanaka", False),
+        ("Not in the documents", False),
+        (sentence, False),
+    ]:
+        note, record = note_after(answer, calls)  # no held answer, none that a sentence holds, or one naming nothing
+        assert note is not None and "Kyoto" in note and record == {}
+    note, _ = note_after("Kyoto University")  # the held answer's sentence is the closest: named as before
+    assert note is not None and "Kyoto" in note
+    note, record = note_after("C30")  # a part of a word is not the answer's sentence
+    assert note is not None and "Kyoto" in note and record == {}
+    for held in (False, None):  # switched off, and off by default
+        note, record = note_after("C308", held=held)
+        assert note is not None and "Kyoto" in note and record == {}

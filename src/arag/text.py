@@ -33,8 +33,9 @@ def normalize_answer(text: str) -> str:
 # evaluation reads them (with the record's ``not_found``) as a refusal
 NOT_IN_DOCUMENTS = "Not in the documents"
 _NOT_FOUND = re.compile(
-    r"\bnot (?:in|found in|mentioned in|stated in|given in|covered (?:in|by)|in any of) (?:the |these |your )?"
-    r"(?:documents?|texts?|chunks?|corpus|sources?|passages?)\b"
+    r"\bnot (?:in|(?:found|mentioned|stated|given|provided|specified|listed|included|contained|available) in|"
+    r"covered (?:in|by)|in any of) (?:the |these |your )?(?:given |provided |available |above )?"
+    r"(?:documents?|texts?|chunks?|corpus|sources?|passages?|context)\b"
     r"|\b(?:the |these )?(?:documents?|texts?|chunks?|passages?|sources?) (?:do|does|did) not (?:say|mention|state|"
     r"contain|hold|give|specify|provide|include|answer)\b"
     r"|\bno (?:information|mention|record|evidence) (?:about|on|of|for|in)\b"

@@ -80,8 +80,9 @@ def closest_scores(run: RunView, record: ChunkRecord) -> tuple[list[str], list[s
     return scores.with_antecedents(question, record)
 
 
-def closest_sentences(run: RunView, chunk_ids: list[str], k: int = 1, pronouns: bool = False) -> list[Evidence]:
-    """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given).
+def closest_sentences(run: RunView, chunk_ids: list[str], k: int | None = 1, pronouns: bool = False) -> list[Evidence]:
+    """The ``k`` sentences of these chunks closest to the question (best first; ties in the order given; None:
+    all).
     Sentences that are questions themselves — a guide's headings, "What is bone cancer?", close to any question
     about it — and the chunk's headings ("The Halden Soil Lab" for "Who founded the Halden Soil Lab?", as its
     structure records them) come only when nothing else is left: they were offered, and returned as answers, in

@@ -74,7 +74,8 @@ def index(
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Index files and folders (.txt .md .html .pdf .jsonl, and A-RAG/HippoRAG/GraphRAG-Bench JSON).
+    """Index files and folders: text, Markdown, HTML, PDF, Word, PowerPoint, Excel, CSV, EPUB, e-mail, images
+    (OCR), JSONL and A-RAG/HippoRAG/GraphRAG-Bench JSON (docs/usage.md lists each format).
 
     Sources that cannot be read are reported once each on stderr and skipped. Exit status: 0 when every
     source was indexed; 3 when the index was written without the sources reported; 1 when nothing was
