@@ -19,7 +19,7 @@ from arag.eval.measures import repeated_calls, stalled
 from arag.harness.contract import NextAction
 from arag.harness.grammar import action_schema
 from arag.harness.policies.answer_check import CHECK_PROMPT
-from arag.harness.policies.phrase_answer import PHRASE_ANSWER
+from arag.harness.policies.phrase_answer import PHRASE_ANSWER, PHRASE_PARTS, one_thing
 from arag.harness.policies.short_answer import ShortAnswerSettings
 from arag.harness.text import CAP_MARGIN, whole_sentences
 from arag.index import Index
@@ -662,8 +662,12 @@ def notes_agent(index: Index, server: ScriptedServer, found_notes: dict[str, boo
     """The compact agent acting in JSON (flat or nested) with these found_notes settings."""
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
     notes = {"found_notes": found_notes}
+    # answer_in_text off: the fake embedder's hits need not hold the scripted date (its own tests check figures)
     settings = AgentSettings(
-        max_steps=3, policy=notes, policies=["-evidence_ledger"], action_mode="flat-json" if flat else "json"
+        max_steps=3,
+        policy=notes,
+        policies=["-evidence_ledger", "-answer_in_text"],
+        action_mode="flat-json" if flat else "json",
     )  # type: ignore[arg-type]
     return Agent(index, model, settings, json_actions=True)
 
@@ -1235,7 +1239,10 @@ def test_compact_profile_end_to_end_from_the_loops_opening_search(hippo_index: I
     question = "When did the wife of the king of Lotharingia die?"
     assert hippo_index.titles_named_in(question) == []
     model = ChatModel(LLMSettings(base_url=server.base_url, model="small", max_retries=0), local=True)
-    agent = Agent(hippo_index, model, AgentSettings(max_steps=5))
+    # the scripted "851" is Lothair I's wife's year, read in no sentence naming the question: answer_in_text's figure
+    # check (its own tests) would refuse it; this is about the bundle's other steps
+    no_figures = {"answer_in_text": {"figures": False}}
+    agent = Agent(hippo_index, model, AgentSettings(max_steps=5, policy=no_figures))  # type: ignore[arg-type]
     assert agent.bundle.name == "compact" and agent.actions.label == "json"
     answer = {"found": "x", "action": "final_answer"}
     server.replies = [
@@ -1289,6 +1296,38 @@ def test_phrase_answer_reads_the_answer_off_the_text_in_one_call_without_tools(
     server.replies = [*search_read, forced_sentence, completion("851")]
     forced = local_json_agent(hippo_index, server, max_steps=2, policies=["+phrase_answer"]).run(question)
     assert forced.stop_reason == "max_steps" and forced.answer == "851 [chunk Ermengarde of Tours#0]"
+
+
+def test_phrase_answer_rereads_a_two_part_questions_answer_that_names_one_thing_for_both(
+    hippo_index: Index, server: ScriptedServer
+) -> None:
+    question = "Whom did Teutberga marry, and when did she die?"
+    one = completion(json.dumps({"found": "x", "answer": "Lothair II [chunk Teutberga#0]"}))
+    search_read = [action("keyword_search", keywords=["Teutberga"]), action("chunk_read", chunk_ids=["hit 1"])]
+    server.replies = [*search_read, one, completion("Lothair II; 11 November 875")]
+    # hop_read would read Lothair II's own text first (its own tests): this is about the reread
+    agent = local_json_agent(hippo_index, server, max_steps=4, policies=["-hop_read", "-answer_in_text"])
+    result = agent.run(question)
+    assert result.answer == "Lothair II; 11 November 875 [chunk Teutberga#0]"
+    assert result.policies_acted["phrase_answer"] == 1
+    reread = server.requests[-1]
+    assert reread["messages"][0]["content"] == PHRASE_PARTS and reread["messages"][1]["content"].endswith(question)
+    # an answer that names two things stands; so does the one thing with the setting off
+    both = completion(json.dumps({"found": "x", "answer": "Lothair II, 875 [chunk Teutberga#0]"}))
+    assert run_again(agent, server, [*search_read, both], question).answer == "Lothair II, 875 [chunk Teutberga#0]"
+    assert len(server.requests) == 3
+    off = local_json_agent(
+        hippo_index,
+        server,
+        max_steps=4,
+        policies=["-hop_read", "-answer_in_text"],
+        policy={"phrase_answer": {"two_parts": False}},
+    )
+    assert run_again(off, server, [*search_read, one], question).answer == "Lothair II [chunk Teutberga#0]"
+    # a sentence answering a two-part question is reread for both parts too
+    sentence = completion(json.dumps({"found": "x", "answer": "Teutberga was a queen of Lotharingia by marriage."}))
+    result = run_again(agent, server, [*search_read, sentence, completion("Lothair II; 875")], question)
+    assert result.answer.startswith("Lothair II; 875") and server.requests[-1]["messages"][0]["content"] == PHRASE_PARTS
 
 
 def test_answer_check_makes_an_answer_its_sentences_do_not_state_not_in_the_documents(
@@ -1430,3 +1469,19 @@ def test_answer_check_search_again_sends_a_first_hop_back_to_search_on(
     forced = local_json_agent(hippo_index, server, max_steps=2, policies=checks, policy=policy).run(question)
     assert forced.stop_reason == "max_steps" and forced.answer.startswith("Not in the documents")
     assert len(server.requests) == 4
+
+
+@pytest.mark.parametrize(
+    ("answer", "one"),
+    [
+        ("Helen Marsh chairs the board. [chunk board.docx#0]", True),
+        ("work day coordinator", True),
+        ("Maren River Trust, 4 October", False),
+        ("Helen Marsh since 1990", False),
+        ("Lothair II and 875", False),
+        ("Helen Marsh. She moved in 1990.", False),  # two sentences
+        ("", False),
+    ],
+)
+def test_an_answer_names_one_thing_unless_it_lists_or_says_two(answer: str, one: bool) -> None:
+    assert one_thing(answer) is one

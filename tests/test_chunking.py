@@ -41,6 +41,24 @@ def test_paragraphs_and_lists_split() -> None:
     assert sentences(text) == ["# Title", "First paragraph without a period", "- item one", "- item two\nlast line"]
 
 
+def test_a_numbered_items_marker_stays_with_its_item() -> None:
+    # a PDF's list as its text layer gives it: "4." alone would be a sentence, shown as a search's snippet
+    text = "Orchard rules\n3. Report any injury on the same day.\n4. Children under 12 stay with an adult.\niv. Dogs."
+    assert sentences(text) == [
+        "Orchard rules",
+        "3. Report any injury on the same day.",
+        "4. Children under 12 stay with an adult.",
+        "iv. Dogs.",
+    ]
+    # a number that ends a sentence is not a marker; a marker after a sentence on the same line still is
+    assert sentences("The fee went up to 12. It was 10. 4. Children stay with an adult.") == [
+        "The fee went up to 12.",
+        "It was 10.",
+        "4. Children stay with an adult.",
+    ]
+    assert sentences("Founded in 1990. 2024. Not a marker.") == ["Founded in 1990.", "2024.", "Not a marker."]
+
+
 def test_a_markdown_heading_is_a_sentence_of_its_own_also_without_a_blank_line_after_it() -> None:
     text = "# Projects\n\n## Deep Carbon\nDeep Carbon measures carbon. It is led by Jonas Berg.\n### Notes\n- one"
     assert sentences(text) == [

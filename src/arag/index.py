@@ -643,9 +643,13 @@ class Index:
         return Scope(doc_ids, tuple(r for r in first.rows if r in rows))
 
     @_one_generation
-    def sentences(self, record: ChunkRecord) -> list[str]:
-        """A chunk's sentences, as indexed."""
-        return [record.text[start:end].strip() for start, end in self._spans(record)]
+    def sentences(self, record: ChunkRecord, rows_as_fields: bool = False) -> list[str]:
+        """A chunk's sentences, as indexed; with ``rows_as_fields``, a table row as search shows it: its header's
+        fields ("Row: D; Harvest (kg): 230")."""
+        spans = self._spans(record)
+        if rows_as_fields:
+            return [row_as_fields(record.text, a, b) or record.text[a:b].strip() for a, b in spans]
+        return [record.text[start:end].strip() for start, end in spans]
 
     def _spans(self, record: ChunkRecord) -> list[tuple[int, int]]:
         return list(record.spans) if record.spans is not None else self.store.sentence_spans(record.row)

@@ -42,9 +42,12 @@ _NOT_FOUND = re.compile(
     r"|\b(?:could not|cannot|can't|couldn't|did not|didn't) (?:find|locate)\b",
     re.I,
 )
-# a short reply that is only a refusal ("Unknown.", "I don't know")
+# a short reply that is only a refusal ("Unknown.", "I don't know", "No phone number provided.")
 _BARE_REFUSAL = re.compile(
-    r"^(?:not found|unknown|no answer|none found|i (?:do not|don't) know|cannot be determined|not available)\W*$", re.I
+    r"^(?:not found|unknown|no answer|none found|i (?:do not|don't) know|cannot be determined|not available"
+    r"|(?:no|none)(?: \w+){0,4} (?:provided|given|listed|mentioned|found|stated|specified))\W*"
+    r"(?:\[chunk [^\]]*\]\W*)*$",  # the citations a model adds to everything
+    re.I,
 )
 
 

@@ -99,6 +99,9 @@ _SENTENCE_FINAL_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "a
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then whitespace.
 _BOUNDARY = re.compile(r"""[.!?…]+["'”’»)\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[#>*+-]|\d+[.)])\s)""")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+# a numbered list item's marker ("4.", "iv."): a PDF's or a plain text's list puts a space after it, which reads as a
+# sentence's end; the marker alone is no sentence (a search would show "4." as a snippet), so it stays with its item
+_LIST_MARKER = re.compile(r"\(?(?:\d{1,3}|[ivxlc]{1,6}|[IVXLC]{1,6})\.")
 # a Markdown heading line ("## Deep Carbon"): a sentence of its own, also when the next line follows it at once, and
 # packed into the chunk of what follows it
 _HEADING = re.compile(r"#{1,6}[ \t][^\n]*")
@@ -123,7 +126,10 @@ def split_sentences(text: str) -> list[Span]:
         end = match.end()
         if end >= len(text):
             break
-        if match.group().lstrip()[:1] == "." and _is_abbreviation(text, match.start(), text[end]):
+        if match.group().lstrip()[:1] == "." and (
+            _is_abbreviation(text, match.start(), text[end])
+            or _LIST_MARKER.fullmatch(text[start : match.start() + 1].strip())
+        ):
             continue
         if text[start : match.start()].strip():
             spans.append(Span(start, end))

@@ -200,7 +200,12 @@ _QUESTION_WORDS = frozenset(
 )
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Ek Hi Bhool (1940 Film)": the title is "Ek Hi Bhool"
 # where a question asks a second thing: "How long is the flight, and who leads the team?"
-_SECOND_PART = re.compile(r",?\s+and\s+(?=(?:who|whom|whose|what|when|where|which|why|how)\b)", re.I)
+# ", and who …", also after a preposition (", and since when …", ", and on what date …")
+_SECOND_PART = re.compile(
+    r",?\s+and\s+(?=(?:(?:since|until|on|in|at|from|for|by|to|with|after|before|during)\s+)?"
+    r"(?:who|whom|whose|what|when|where|which|why|how)\b)",
+    re.I,
+)
 
 
 def without_qualifier(text: str) -> str:

@@ -7,13 +7,14 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from arag.citations import without_citations
-from arag.corpus.chunking import count_tokens
+from arag.corpus.chunking import count_tokens, split_sentences
 from arag.errors import ARagError
 from arag.harness.contract import Policy, Reread, RunView
 from arag.harness.registry import register
 from arag.harness.text import (
     SHORT_PHRASE,
     choice_options,
+    question_parts,
     restates_question,
     says_nothing,
     whole_sentences,
@@ -22,7 +23,12 @@ from arag.harness.text import (
 from arag.text import normalize_answer, says_not_found
 
 PHRASE_ANSWER = SHORT_PHRASE + " Use the text read."
+PHRASE_PARTS = (
+    "The question asks two things. Answer both, each with a short phrase (a name, date, number or yes/no), separated "
+    "by a semicolon, no explanation. Use the text read."
+)
 PHRASE_ANSWER_TEXT = "Text read:\n{text}\n\nQuestion: {question}"
+_LIST = re.compile(r"[,;&/]|\band\b|\bsince\b", re.I)
 _LEADING_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*", re.I)
 
 
@@ -37,6 +43,12 @@ class PhraseAnswerSettings(BaseModel):
         "prompt asks for a name, a date or a number (0: every answer); a shorter one only if it is made of the "
         "question's own words. On 2Wiki rereading short answers too lost multi-hop answers the model had composed "
         "(docs/results.md).",
+    )
+    two_parts: bool = Field(
+        True,
+        description='A question that asks two things ("Who chairs the board, and since when has she lived in '
+        'Aldwick?") is reread for both, and an answer to it that names one thing ("Helen Marsh chairs the board.") '
+        "is reread too (docs/policies.md).",
     )
     text_tokens: int = Field(
         3000,
@@ -77,7 +89,8 @@ class PhraseAnswer(Policy):
             return None  # a refusal is not a sentence to read a phrase off
         read = run.read_this_question()
         sentence = len(without_citations(answer).split()) >= self.config.min_words
-        if not read or not (sentence or restates_question(answer, run.question)):
+        two_parts = self.config.two_parts and len(question_parts(run.question)) > 1
+        if not read or not (sentence or restates_question(answer, run.question) or (two_parts and one_thing(answer))):
             return None
         budget = self.config.text_tokens
         records, _ = run.toolkit.index.read(read)
@@ -96,7 +109,7 @@ class PhraseAnswer(Policy):
             return None
         text = "\n\n".join(f"[chunk {chunk_id}]\n{shown}" for chunk_id, shown in pieces)
         messages = [
-            {"role": "system", "content": PHRASE_ANSWER},
+            {"role": "system", "content": PHRASE_PARTS if two_parts else PHRASE_ANSWER},
             {"role": "user", "content": PHRASE_ANSWER_TEXT.format(text=text, question=run.question)},
         ]
         cap = run.answer_chars  # as long as the model's own answer may be
@@ -117,6 +130,13 @@ class PhraseAnswer(Policy):
             return " ".join([cleaned, *(f"[chunk {c}]" for c in cited)])
 
         return Reread(messages, phrase)
+
+
+def one_thing(answer: str) -> bool:
+    """Whether an answer names one thing: one sentence, no list ("Helen Marsh chairs the board."; not "Maren River
+    Trust, 4 October")."""
+    text = without_citations(answer).strip()
+    return bool(text) and not _LIST.search(text) and len(split_sentences(text)) == 1
 
 
 def phrase_citations(phrase: str, cited: list[str], pieces: list[tuple[str, str]]) -> list[str]:
