@@ -439,3 +439,62 @@ def test_places_without_headings_and_a_heading_repeated_at_a_chunk_start_are_nod
                              chunk(1, "## Notes\n\nSecond.", headings=[[0, ["Notes"]]]),
                              chunk(2, "Still second.", headings=[[0, ["Notes"]]])])  # fmt: skip
     assert [(s.section_id, s.chunk_ids) for s in notes.sections] == [("d#s1", ("d#0",)), ("d#s2", ("d#1", "d#2"))]
+
+
+def test_a_pdfs_lines_drawn_larger_or_bold_are_its_headings_and_no_closest_sentence(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    from arag.corpus.pdf import read_pdf
+    from arag.harness.reads import closest_sentences
+    from arag.harness.text import chunk_headings
+    from conftest import fake_run
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=16)
+    pdf.cell(0, 10, "Orchard rules", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", size=11)
+    for line in ("1. Ladders are held by a second person.", "2. Bonfires are not allowed.", "2009 was the first year."):
+        pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", style="B", size=11)
+    pdf.cell(0, 8, "Dogs", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", size=11)
+    pdf.cell(0, 8, "Dogs are kept on a lead. A long sentence drawn in the body's size says so.", new_x="LMARGIN")
+    (tmp_path / "docs").mkdir()
+    pdf.output(str(tmp_path / "docs" / "rules.pdf"))
+    text, _pages, _info, _blocks, headings = read_pdf(tmp_path / "docs" / "rules.pdf")
+    assert [(level, title) for _at, level, title in headings] == [(1, "Orchard rules"), (2, "Dogs")]
+    assert all(text[at : at + len(title)] == title for at, _level, title in headings)
+    build_index([tmp_path / "docs"], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    outline = index.outline(index.find_document("rules.pdf") or "")
+    assert outline is not None and outline.kind == "headings"
+    assert [s.title for s in outline.sections] == ["Orchard rules", "Dogs"]
+    # the closest sentence to a question is never the title, however close its words
+    (record,), _ = index.read(["docs/rules.pdf#0"])
+    assert {"Orchard rules", "Dogs"} <= chunk_headings(record.location) and "Orchard rules" in index.sentences(record)
+    run, _ = fake_run(index, question="Orchard rules?")
+    closest = [e.sentence for e in closest_sentences(run, ["docs/rules.pdf#0"], k=None)]
+    assert closest and "Orchard rules" not in closest and "Dogs" not in closest
+
+
+def test_a_long_pdf_with_only_a_title_is_still_outlined_by_its_pages(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for page in (1, 2, 3):
+        pdf.add_page()
+        if page == 1:
+            pdf.set_font("helvetica", size=18)
+            pdf.cell(0, 10, "Depot report", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", size=11)
+        pdf.multi_cell(0, 8, f"Page {page} says the depot count is {page * 11}.")
+    (tmp_path / "docs").mkdir()
+    pdf.output(str(tmp_path / "docs" / "report.pdf"))
+    build_index([tmp_path / "docs"], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    outline = index.outline(index.find_document("report.pdf") or "")
+    assert outline is not None and outline.kind == "pages"
+    assert [s.title for s in outline.sections] == ["page 1", "page 2", "page 3"]
+    (record,), _ = index.read([f"{outline.doc_id}#0"])
+    assert (record.location or {}).get("headings")  # the title is recorded all the same

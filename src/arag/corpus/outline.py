@@ -87,6 +87,8 @@ def outline_of(doc_id: str, records: Sequence[ChunkRecord]) -> Outline:
     kind = "chunks"
     for kind, find in (("headings", _headings), ("places", _places), ("pages", _pages), ("paragraphs", _paragraphs)):
         nodes = find(records)
+        if kind == "headings" and nodes and len(nodes) < len(_pages(records)):
+            continue  # a PDF's title, or a heading every few pages, outlines it less than its pages do
         if nodes and not (kind == "paragraphs" and (len(nodes) < 2 or len(nodes) > MAX_PARAGRAPH_SECTIONS)):
             break
     else:

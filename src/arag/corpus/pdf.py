@@ -21,6 +21,8 @@ T = TypeVar("T")
 MIN_PAGE_CHARS = 20  # a page with fewer characters of text than this is read as a scanned image
 RENDER_SCALE = 2.0  # 144 dpi: small print stays legible to the OCR models
 MIN_TABLE_PATHS = 2  # a table of two rows is at least two drawn paths (two rectangles, or lines)
+HEADING_SCALE = 1.15  # a line drawn this much larger than the page's body text is a heading
+MAX_HEADING_WORDS = 12
 MAX_OCR_PAGES = 500  # a longer scanned document is read up to here (about 2 s a page on 2 cores), and says so
 
 
@@ -67,15 +69,65 @@ def _pdf_date(value: Any) -> str | None:
     return f"{date}T{hour}:{minute or '00'}:{second or '00'}" if hour else date
 
 
-def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], list[tuple[int, int]]]:
+class _Lines:
+    """What pypdf shows of a page's text runs: each run's text, its font size as drawn, and whether its font is bold."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, float, bool]] = []
+
+    def visit(self, text: str, _cm: Any, tm: Any, font: Any, size: float) -> None:
+        if not text.strip():
+            return
+        scale = abs(float(tm[3])) if tm and float(tm[3]) else 1.0
+        name = str((font or {}).get("/BaseFont", "")) if isinstance(font, dict) else ""
+        self.runs.append((" ".join(text.split()), float(size or 0.0) * scale, "bold" in name.lower()))
+
+    def headings(self, page_text: str) -> list[tuple[int, int, str]]:
+        """The page's headings (offset in ``page_text``, level, text): a short line of its own, without a sentence's
+        end, drawn larger than the page's body text (the size most of its characters have) or bold where the body is
+        not. Level 1 for the largest such size, 2 for the others."""
+        if not self.runs:
+            return []
+        weight: dict[tuple[float, bool], int] = {}
+        for text, size, bold in self.runs:
+            weight[(round(size, 1), bold)] = weight.get((round(size, 1), bold), 0) + len(text)
+        body_size, body_bold = max(weight, key=lambda key: weight[key])
+        found: list[tuple[str, float]] = []
+        for text, size, bold in self.runs:
+            larger = size >= body_size * HEADING_SCALE
+            if not (larger or (bold and not body_bold and size >= body_size)) or not _heading_line(text):
+                continue
+            found.append((text, size))
+        if not found:
+            return []
+        top = max(size for _text, size in found)
+        lines = {" ".join(line.split()): m.start() for m in re.finditer(r"[^\n]+", page_text) if (line := m.group())}
+        return [(lines[text], 1 if size == top else 2, text) for text, size in found if text in lines]
+
+
+def _heading_line(text: str) -> bool:
+    return (
+        0 < len(text.split()) <= MAX_HEADING_WORDS
+        and not text.endswith((".", ",", ";", ":"))
+        and any(c.isalpha() for c in text)
+    )
+
+
+def read_pdf(
+    path: Path,
+) -> tuple[str, list[tuple[int, int]], dict[str, Any], list[tuple[int, int]], list[tuple[int, int, str]]]:
     """(text, the offset where each page with text starts and its number, the document info fields, the spans of
-    its tables)."""
+    its tables, its headings as (offset, level, text): lines drawn larger, or bold, than the page's body text)."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(str(path))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        visited: list[_Lines] = []
+        pages: list[str] = []
+        for page in reader.pages:
+            visited.append(_Lines())
+            pages.append(page.extract_text(visitor_text=visited[-1].visit) or "")
         info = _pdf_info(reader)
     except (PdfReadError, OSError, ValueError, KeyError) as exc:
         raise IngestError(f"unreadable PDF ({exc})") from None
@@ -88,6 +140,7 @@ def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], li
     parts: list[str] = []
     starts: list[tuple[int, int]] = []
     blocks: list[tuple[int, int]] = []
+    headings: list[tuple[int, int, str]] = []
     length = 0
     confidences: list[float] = []
     for number, page_text in enumerate(pages, start=1):
@@ -99,7 +152,15 @@ def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], li
             pieces = [(read, False)]
             confidences += [confidence] if confidence is not None else []
         else:
-            pieces = [(page_text.strip(), False)]
+            stripped = page_text.strip()
+            lead = len(page_text) - len(page_text.lstrip())
+            page_start = length + (2 if parts else 0)
+            headings += [
+                (page_start + offset - lead, level, title)
+                for offset, level, title in visited[number - 1].headings(page_text)
+                if offset >= lead and offset - lead < len(stripped)
+            ]
+            pieces = [(stripped, False)]
         pieces = [(text.strip("\n") if is_table else text.strip(), is_table) for text, is_table in pieces]
         pieces = [(text, is_table) for text, is_table in pieces if text.strip()]
         if not pieces:
@@ -126,7 +187,7 @@ def read_pdf(path: Path) -> tuple[str, list[tuple[int, int]], dict[str, Any], li
             info["ocr_confidence"] = round(sum(confidences) / len(confidences), 4)
         if len(scanned) > MAX_OCR_PAGES:
             info["ocr_pages_skipped"] = len(scanned) - MAX_OCR_PAGES
-    return text, starts, info, blocks
+    return text, starts, info, blocks, headings
 
 
 class _PdfiumPages:

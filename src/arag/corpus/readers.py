@@ -255,10 +255,10 @@ def read_source(path: Path, doc_prefix: str | None = None) -> list[Document]:
         structure = Structure(places=places)
         return [Document(doc_id, text, source, title=path.stem, metadata=metadata, structure=structure)]
     if suffix == ".pdf":
-        text, pages, info, blocks = read_pdf(path)
+        text, pages, info, blocks, headings = read_pdf(path)
         title = str(info.get("title") or path.stem)
         metadata = {**info, **about, "title": title}
-        structure = Structure(pages=pages, blocks=blocks)
+        structure = Structure(pages=pages, blocks=blocks, headings=headings)
         return [Document(doc_id, text, source, title=title, metadata=metadata, structure=structure)]
     raw = read_text(path)
     if suffix in HTML_SUFFIXES:
