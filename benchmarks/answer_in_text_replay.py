@@ -66,7 +66,7 @@ def main() -> None:
                     record["citations"] = {"cited": [], "unshown": [], "holding": []}
                 results.write(json.dumps(record) + "\n")
         index.close()
-        print(f"{run_dir.name}: {acted} answer(s) in no text shown, now refusals", flush=True)
+        print(f"{run_dir.name}: {acted} answer(s) now refusals", flush=True)
 
 
 if __name__ == "__main__":

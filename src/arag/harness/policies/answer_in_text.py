@@ -16,6 +16,7 @@ from arag.harness.reads import SENTENCE_CHARS, quoted_searches, searched_for
 from arag.harness.registry import register
 from arag.harness.text import choice_options, whole_sentences, yes_no_question
 from arag.index import Index, title_of
+from arag.store import ChunkRecord
 from arag.text import NOT_IN_DOCUMENTS, normalize_answer, says_not_found
 from arag.verification import key_terms
 
@@ -79,9 +80,8 @@ def said_in(terms: list[str], words: set[str]) -> bool:
     return False
 
 
-def words_shown(index: Index, chunk_ids: set[str]) -> set[str]:
+def words_shown(records: list[ChunkRecord]) -> set[str]:
     """The words of the chunks shown (in full: a hit's snippet is part of its chunk), normalised."""
-    records, _missing = index.read(sorted(chunk_ids))
     return {word for record in records for word in normalize_answer(record.text).split()}
 
 
@@ -130,18 +130,15 @@ def names_question(asked: list[str], words: set[str]) -> bool:
     return said_in(asked, words) or any(w.startswith(t) and len(w) - len(t) <= 2 for t in asked for w in words)
 
 
-def reached_by_name(title: str, others: list[Shown], asked: list[str]) -> bool:
-    """Whether another chunk shown names the document's title (at least four letters) and a word of the question: a
-    second hop ("His mother was Ermengarde of Tours" for "When did Lothair II's mother die?") reached the document,
-    whose own sentences need not name the question."""
+def reached_by_name(title: str, texts: list[tuple[str, str]], asked: list[str]) -> bool:
+    """Whether another document's chunk shown (``texts``: each chunk's title and normalised text) names the
+    document's title (at least four letters) and a word of the question: a second hop ("His mother was Ermengarde of
+    Tours" for "When did Lothair II's mother die?") reached the document, whose own sentences need not name the
+    question."""
     name = f" {normalize_answer(title)} "
     if len(name.strip()) < 4:
         return False
-    for other in others:
-        text = f" {normalize_answer(' '.join(other.sentences))} "
-        if name in text and names_question(asked, set(text.split())):
-            return True
-    return False
+    return any(other != title and name in text and names_question(asked, set(text.split())) for other, text in texts)
 
 
 def figure_elsewhere(figures: list[str], question: str, chunks: list[Shown]) -> tuple[str, str] | None:
@@ -154,6 +151,7 @@ def figure_elsewhere(figures: list[str], question: str, chunks: list[Shown]) -> 
     if not asked:
         return None
     words = [[set(normalize_answer(sentence).split()) for sentence in chunk.sentences] for chunk in chunks]
+    texts = [(chunk.title, f" {normalize_answer(' '.join(chunk.sentences))} ") for chunk in chunks]
     for figure in figures:
         holding: list[tuple[str, bool]] = []
         for chunk, chunk_words in zip(chunks, words, strict=True):
@@ -161,8 +159,7 @@ def figure_elsewhere(figures: list[str], question: str, chunks: list[Shown]) -> 
                 if figure not in figures_in(sentence):
                     continue
                 named = names_question(asked, chunk_words[i] | (chunk_words[i - 1] if i else set()))
-                others = [c for c in chunks if c.title != chunk.title]
-                holding.append((sentence, named or reached_by_name(chunk.title, others, asked)))
+                holding.append((sentence, named or reached_by_name(chunk.title, texts, asked)))
         if holding and not any(named for _sentence, named in holding):
             return figure, whole_sentences(" ".join(holding[0][0].split())[:SENTENCE_CHARS], SENTENCE_CHARS)
     return None
@@ -196,7 +193,8 @@ def refusal_of(
 ) -> tuple[str, dict[str, Any]] | None:
     """The policy's "Not in the documents" for a final answer, with what it records; None when the answer stands.
     ``seen``: the chunks the run was shown; ``searched``: what it searched for, quoted."""
-    part = made_up_part(answer, question, words_shown(index, seen))
+    records, _missing = index.read(sorted(seen))
+    part = made_up_part(answer, question, words_shown(records))
     if part is not None:
         return MADE_UP.format(answer=part, searched=searched), {"made_up": part}
     if not figures:
@@ -207,7 +205,7 @@ def refusal_of(
     asked = figures_of(answer, question)
     if not asked:
         return None
-    chunks = sentences_shown(index, seen)
+    chunks = sentences_shown(index, records)
     unseen = unseen_figure(asked, question, chunks)
     if unseen is not None:
         why = {"answer": given, "figure": unseen}
@@ -233,10 +231,9 @@ class AnswerInTextSettings(BaseModel):
     )
 
 
-def sentences_shown(index: Index, chunk_ids: set[str]) -> list[Shown]:
+def sentences_shown(index: Index, records: list[ChunkRecord]) -> list[Shown]:
     """Each chunk shown: its document's title and its sentences (a table row as its header's fields, as search shows
     it)."""
-    records, _missing = index.read(sorted(chunk_ids))
     return [Shown(title_of(record.doc_id), index.sentences(record, rows_as_fields=True)) for record in records]
 
 
