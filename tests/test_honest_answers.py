@@ -6,6 +6,7 @@ arag.text.says_not_found)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -13,12 +14,14 @@ from hypothesis import strategies as st
 
 from arag.agent import Agent
 from arag.agent.conversation import Conversation
+from arag.corpus.build import build_index
 from arag.harness.policies.evidence_ledger import NAME_NOT_READ, SECOND_PART
-from arag.harness.text import question_names, question_parts, standalone
+from arag.harness.text import choice_options, question_names, question_parts, standalone
 from arag.index import Index
 from arag.models.endpoint import ChatModel
 from arag.settings import AgentSettings, LLMSettings
 from arag.text import NOT_IN_DOCUMENTS
+from conftest import fake_settings
 from support.scripted_server import ScriptedServer, completion, tool_call
 
 
@@ -161,10 +164,60 @@ def test_the_paper_profile_s_refusal_is_recorded_the_same_way(hippo_index: Index
         ("Which tumor markers are used in ovarian cancer diagnosis?", []),
         ("Name the director of Blue Lake.", ["Blue Lake"]),
         ("What is the primary treatment goal for CML?", ["CML"]),
+        # a word capitalised only because it opens the question is no name; a title that opens it keeps its words
+        ("From which cells does CML arise?", ["CML"]),
+        ("As of December 31, 2019, what was the cost related to non-vested RSUs?", ["RSUs"]),
+        ("According to the minutes, who runs the induction?", []),
+        (
+            "Are By The Grace Of God (Film) and A Texas Steer from the same country?",
+            ["By The Grace Of God", "Film", "Texas Steer"],
+        ),
+        ("Which ALL subtype can cause an enlarged thymus?", ["ALL"]),
+        # a date is no name the documents must spell the same way; a month alone and an acronym are
+        ("What was the net profit in FY19?", []),
+        ("How many PSUs were granted in December 2019 and in Q4 2018?", ["PSUs"]),
+        ("What was the total for the Fiscal Year Ended April 28, 2018?", []),
+        ("Which team does the owner of the June data delay postmortem manage?", ["June"]),
+        ("What are the consequences of abdominoperineal resection (APR)?", ["APR"]),
+        # an acronym's lower-case modifier is not part of it; a run of acronyms names each
+        ("Which therapy is used for BRCA-mutated, HER2-negative breast cancer?", ["BRCA", "HER2"]),
+        ("What tumor size corresponds to T2 in the AJCC TNM staging?", ["AJCC", "TNM"]),
+        ("What is the average GAAP-based Professional Service margin?", ["GAAP-based Professional Service"]),
+        ("Who directed Jean-luc And The Sea?", ["Jean-luc And The Sea"]),
+        # an "or" inside a second question offers no options
+        ("What is the therapy for metastatic CSCC, and when might surgery or radiation be considered?", ["CSCC"]),
     ],
 )
 def test_question_names(question: str, names: list[str]) -> None:
     assert question_names(question) == names
+
+
+def test_an_or_in_a_second_question_is_no_choice() -> None:
+    assert choice_options("What is the therapy for CSCC, and when might surgery or radiation be considered?") == []
+    assert choice_options("Which film came out first, What Women Want or Where Eagles Dare?") == [
+        "What Women Want",
+        "Where Eagles Dare",
+    ]
+
+
+def test_a_name_written_apart_in_the_documents_is_not_refused(tmp_path: Path, server: ScriptedServer) -> None:
+    """The documents write "AJCC" and "TNM" apart and "HER2-" with other words after it: no refusal at once."""
+    corpus = tmp_path / "guide.md"
+    corpus.write_text(
+        "# Staging\n\nThe American Joint Committee on Cancer (AJCC) created a staging system. TNM scores describe "
+        "the tumor, the nodes and metastasis. A T2 tumor is larger than 2 cm.\n\n# Therapy\n\nFor HER2 negative "
+        "cancer with a BRCA mutation, PARP inhibitors are used.\n",
+        encoding="utf-8",
+    )
+    build_index([corpus], tmp_path / "idx", fake_settings())
+    index = Index.open(tmp_path / "idx", threads=1)
+    server.replies = [search(["T2"]), read("hit 1"), completion("Larger than 2 cm")]
+    result = agent(index, server).run("What tumor size corresponds to T2 in the AJCC TNM staging?")
+    assert not result.not_found and result.answer.startswith("Larger than 2 cm")
+    assert result.policy_records["evidence_ledger"] == {"names": ["AJCC", "TNM"], "absent": []}
+    server.replies = [search(["PARP"]), read("hit 1"), completion("PARP inhibitors")]
+    result = agent(index, server).run("Which therapy is used for BRCA-mutated, HER2-negative breast cancer?")
+    assert not result.not_found and result.policy_records["evidence_ledger"]["absent"] == []
 
 
 def test_question_parts_and_standalone_follow_ups() -> None:

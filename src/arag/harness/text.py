@@ -17,6 +17,7 @@ SHORT_PHRASE = "Answer the question with a short phrase (a name, date, number or
 
 # "Which film came out first, Blue Lake or Red Sky?": the options follow the question's last comma
 _CHOICE = re.compile(r",\s*([^,?]{1,150}?)\s+or\s+([^,?]{1,150}?)\s*\?\s*$", re.I)
+_SECOND_CLAUSE = re.compile(r"(?:and|but)\s+(?:who|whom|whose|what|when|where|which|why|how)\b", re.I)
 # a question opened by an auxiliary verb expects yes or no ("Are both films American?", "Did she win?")
 _YES_NO = re.compile(
     r"^(?:is|are|was|were|am|do|does|did|can|could|has|have|had|will|would|should|shall|may|might|must)\s", re.I
@@ -78,6 +79,8 @@ def choice_options(question: str) -> list[str]:
         return []
     first, second = (" ".join(g.split()) for g in match.groups())
     if first.lower() == second.lower() or " or " in f" {first.lower()} {second.lower()} ":
+        return []
+    if _SECOND_CLAUSE.match(first):  # "…, and when might surgery or radiation be considered?": a second question
         return []
     return [first, second]
 
@@ -199,6 +202,79 @@ _QUESTION_WORDS = frozenset(
     ]
 )
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")  # "Ek Hi Bhool (1940 Film)": the title is "Ek Hi Bhool"
+# words capitalised only because they open the question ("As of 2019, …", "According to the report, who …",
+# "Between 2018 and 2019, which …"): dropped from the front of the question's first capitalised phrase only, so a
+# title that opens with one elsewhere in the question ("Over the Top") keeps it
+_OPENERS = frozenset(
+    [
+        "as",
+        "from",
+        "between",
+        "according",
+        "during",
+        "since",
+        "until",
+        "among",
+        "across",
+        "within",
+        "excluding",
+        "including",
+        "besides",
+        "given",
+        "assuming",
+        "considering",
+        "regarding",
+        "following",
+        "based",
+        "by",
+        "to",
+        "with",
+        "without",
+        "under",
+        "over",
+        "after",
+        "before",
+        "about",
+        "apart",
+        "other",
+        "per",
+        "prior",
+        "upon",
+        "out",
+        "all",
+        "both",
+        "each",
+        "except",
+        "beyond",
+        "like",
+        "unlike",
+        "via",
+        "versus",
+    ]
+)
+# a date is no name the documents must spell the same way ("Fiscal 2018", "December 31", "31 December 2019")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_DATE_WORDS = frozenset(
+    [*_MONTHS, *(m[:3] for m in _MONTHS), "sept", "fiscal", "year", "years", "ended", "ending", "quarter"]
+)
+_DATE_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?|fy\d+")
+_QUARTER = re.compile(r"[QH]\d|FY")
+# an acronym's lower-case modifier is no part of its name: "HER2-negative" → "HER2", "BRCA-mutated" → "BRCA"
+_ACRONYM_MODIFIER = re.compile(r"^(\w*(?:[A-Z]\w*[A-Z]|\d)\w*)-[a-z]+$")
+_ACRONYM = re.compile(r"^[^a-z\s]*[A-Z][^a-z\s]*[A-Z0-9][^a-z\s]*$|^[A-Z]+\d[\w]*$")
 # where a question asks a second thing: "How long is the flight, and who leads the team?"
 # ", and who …", also after a preposition (", and since when …", ", and on what date …")
 _SECOND_PART = re.compile(
@@ -214,22 +290,51 @@ def without_qualifier(text: str) -> str:
     return _QUALIFIER.sub("", text)
 
 
+def _a_date(words: list[str]) -> bool:
+    """Whether a capitalised phrase is a date: date words and at least one number ("December 31", "Fiscal 2018",
+    "Q4 2019"); a month alone ("the March outage") stays a name, and so does an acronym ("APR")."""
+    numbers = [w for w in words if _DATE_NUMBER.fullmatch(w.lower().strip(".,")) or _QUARTER.fullmatch(w)]
+    return bool(numbers) and all(
+        w in numbers or (w.lower().strip(".,") in _DATE_WORDS and not w.isupper()) for w in words
+    )
+
+
 def question_names(question: str) -> list[str]:
     """What a question names and its answer depends on: the two options of an either-or question, else its
     capitalised phrases (names, titles), each without a possessive "'s" and a trailing "(…)" qualifier; words of a
-    question ("Which", "When") are not names."""
+    question ("Which", "When") and a word capitalised only because it opens the question ("From", "As of") are not
+    names, nor is a date ("December 31, 2019", "FY19"); a run of acronyms ("AJCC TNM") names each, and an acronym's
+    lower-case modifier ("HER2-negative") is not part of it."""
     options = choice_options(question)
-    found = options or _NAME.findall(question.removeprefix("Question:").strip())
+    if options:
+        found = [_without_possessive(option) for option in options]
+    else:
+        text = question.removeprefix("Question:").strip()
+        found = [name for match in _NAME.finditer(text) for name in _names_in(match.group(), match.start() == 0)]
     names: list[str] = []
     for name in found:
-        name = without_qualifier(re.sub(r"['’]s?$", "", name.strip(" ,.?!:;\"'"))).strip()
-        words = name.split()
-        while words and words[0].lower() in _QUESTION_WORDS and not options:
-            words = words[1:]
-        name = " ".join(words)
         if len(name) >= 3 and name not in names:
             names.append(name)
     return names
+
+
+def _without_possessive(name: str) -> str:
+    return without_qualifier(re.sub(r"['’]s?$", "", name.strip(" ,.?!:;\"'"))).strip()
+
+
+def _names_in(phrase: str, opens_question: bool) -> list[str]:
+    """The names in one capitalised phrase of a question."""
+    words = _without_possessive(phrase).split()
+    if opens_question and words and words[0].lower() in _OPENERS:
+        words = words[1:]
+    while words and words[0].lower() in _QUESTION_WORDS:
+        words = words[1:]
+    bare = [_ACRONYM_MODIFIER.sub(r"\1", word) for word in words]
+    if not bare or _a_date(bare):
+        return []
+    if len(bare) == 1 or all(_ACRONYM.match(word) for word in bare):
+        return bare  # "the AJCC TNM staging": AJCC's system, TNM scores
+    return [" ".join(words)]  # "GAAP-based Professional Service" is a label as written
 
 
 def question_parts(question: str) -> list[str]:
