@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from arag.eval.datasets import load_dataset
 from arag.eval.methods import METHODS
 from arag.eval.metrics import contain_acc, exact_match, normalize_answer, parse_judgement, token_f1
+from arag.text import without_accents
 from conftest import FIXTURES
 from support.eval_cli import cli_env, run_cli
 from support.scripted_server import ScriptedServer, completion, tool_call
@@ -38,6 +39,28 @@ DATASETS = FIXTURES / "datasets"
 )
 def test_normalize_answer(text: str, expected: str) -> None:
     assert normalize_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Juan Carlos Falcón", "Juan Carlos Falcon"),
+        ("Aldri annet enn bråk", "Aldri annet enn brak"),
+        ("Étienne de Crécy", "Etienne de Crecy"),
+        ("Zürich, Ziębice", "Zurich, Ziebice"),
+        ("plain text 42", "plain text 42"),
+    ],
+)
+def test_without_accents(text: str, expected: str) -> None:
+    assert without_accents(text) == expected
+
+
+@given(st.text(max_size=60))
+def test_without_accents_keeps_what_has_none_and_is_idempotent(text: str) -> None:
+    once = without_accents(text)
+    assert without_accents(once) == once
+    if text.isascii():
+        assert once == text
 
 
 def test_answer_metrics_hand_checked() -> None:

@@ -200,17 +200,34 @@ def test_an_or_in_a_second_question_is_no_choice() -> None:
     ]
 
 
+def one_file_index(folder: Path, text: str) -> Index:
+    (folder / "doc.md").write_text(text, encoding="utf-8")
+    build_index([folder / "doc.md"], folder / "idx", fake_settings())
+    return Index.open(folder / "idx", threads=1)
+
+
+def test_a_name_typed_without_its_accents_is_found(tmp_path: Path, server: ScriptedServer) -> None:
+    """The keyword search is exact, so "Falcon" finds no "Falcón": the ledger searches the name's other words and
+    compares without accents; a name no document holds in any spelling is still refused at once."""
+    text = "# Juan Carlos Falcón\n\nJuan Carlos Falcón was born in Zaragoza in 1950. He played for the Zaragoza club.\n"
+    index = one_file_index(tmp_path, text)
+    server.replies = [search(["Juan Carlos"]), read("hit 1"), completion("1950")]
+    result = agent(index, server).run("When was Juan Carlos Falcon born?")
+    assert not result.not_found and result.answer.startswith("1950")
+    assert result.policy_records["evidence_ledger"] == {"names": ["Juan Carlos Falcon"], "absent": []}
+    server.replies = [completion("1950")]
+    refused = agent(index, server).run("When was Juan Carlos Falconetti born?")
+    assert refused.not_found and refused.answer == f'{NOT_IN_DOCUMENTS}: no document names "Juan Carlos Falconetti".'
+
+
 def test_a_name_written_apart_in_the_documents_is_not_refused(tmp_path: Path, server: ScriptedServer) -> None:
     """The documents write "AJCC" and "TNM" apart and "HER2-" with other words after it: no refusal at once."""
-    corpus = tmp_path / "guide.md"
-    corpus.write_text(
+    index = one_file_index(
+        tmp_path,
         "# Staging\n\nThe American Joint Committee on Cancer (AJCC) created a staging system. TNM scores describe "
         "the tumor, the nodes and metastasis. A T2 tumor is larger than 2 cm.\n\n# Therapy\n\nFor HER2 negative "
         "cancer with a BRCA mutation, PARP inhibitors are used.\n",
-        encoding="utf-8",
     )
-    build_index([corpus], tmp_path / "idx", fake_settings())
-    index = Index.open(tmp_path / "idx", threads=1)
     server.replies = [search(["T2"]), read("hit 1"), completion("Larger than 2 cm")]
     result = agent(index, server).run("What tumor size corresponds to T2 in the AJCC TNM staging?")
     assert not result.not_found and result.answer.startswith("Larger than 2 cm")

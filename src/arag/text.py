@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -19,6 +20,12 @@ def storable(text: str) -> str:
 def never_stored(text: str) -> bool:
     """Whether ``text`` holds a character no stored text can contain (NUL, a lone surrogate): it matches nothing."""
     return _UNSTORABLE.search(text) is not None
+
+
+def without_accents(text: str) -> str:
+    """``text`` with the accents of its letters dropped ("Falcón" → "Falcon", "Bråk" → "Brak"): a name as a user
+    types it on a keyboard without them."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
 def normalize_answer(text: str) -> str:

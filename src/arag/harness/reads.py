@@ -17,7 +17,7 @@ from arag.harness.text import a_heading, asks_a_question, chunk_headings
 from arag.harness.view import CompactPresenter, QuestionScores
 from arag.index import Index
 from arag.store import ChunkRecord
-from arag.text import normalize_answer
+from arag.text import normalize_answer, without_accents
 from arag.tools.arguments import safe_arguments
 from arag.tools.toolkit import ToolCall, Toolkit
 from arag.tools.view import shorten
@@ -152,33 +152,37 @@ def common_keyword(index: Index, keyword: str, share: float) -> bool:
 
 
 def naming(run: RunView, name: str, limit: int = 5) -> list[str]:
-    """Up to ``limit`` chunks, within the run's scope, whose text names ``name`` (case, punctuation and articles
-    aside), best keyword hits first: the keyword search for the name, else for its rarest word (a title written
-    with other punctuation, "Love & Death" for "Love and Death"), its hits checked for the whole name."""
+    """Up to ``limit`` chunks, within the run's scope, whose text names ``name`` (case, punctuation, articles and
+    accents aside), best keyword hits first: the keyword search for the name, else for each of its words, the rarest
+    first (a title written with other punctuation, "Love & Death" for "Love and Death"; a name typed without its
+    accents, "Juan Carlos Falcon" for "Falcón": the keyword search is exact, so the word that carries the accent finds
+    nothing and the next one is searched), its hits checked for the whole name."""
     index, scope = run.toolkit.index, run.toolkit.scope
-    wanted = f" {normalize_answer(name)} "
+    wanted = _name_form(name)
     if not wanted.strip():
         return []
-    words = [w for w in re.findall(r"\w+", name) if len(w) >= 3]
-    rarest = min(words, key=lambda w: (index.keyword_chunk_count(w, 1000), -len(w))) if words else None
+    words = dict.fromkeys(w for w in re.findall(r"\w+", name) if len(w) >= 3)  # in order: a tie keeps the first
+    by_rarity = sorted(words, key=lambda w: (index.keyword_chunk_count(w, 1000), -len(w)))
     found: list[str] = []
-    for keyword, top_k in ((name, limit), (rarest, 100)):
-        if keyword is None:
-            continue
+    for keyword, top_k in ((name, limit), *((word, 100) for word in by_rarity)):
         hits = index.keyword_search([keyword], top_k, scope)
         records, _ = index.read([h.chunk_id for h in hits], scope)
-        found += [r.chunk_id for r in records if wanted in f" {normalize_answer(r.text)} " and r.chunk_id not in found]
+        found += [r.chunk_id for r in records if wanted in _name_form(r.text) and r.chunk_id not in found]
         if found:
             break
     return found[:limit]
 
 
+def _name_form(text: str) -> str:
+    return f" {without_accents(normalize_answer(text))} "
+
+
 def read_text_names(run: RunView, name: str) -> bool:
     """Whether a chunk read (for this question, or an earlier one of its conversation) names ``name`` (case,
-    punctuation and articles aside)."""
-    wanted = f" {normalize_answer(name)} "
+    punctuation, articles and accents aside)."""
+    wanted = _name_form(name)
     records, _ = run.toolkit.index.read(sorted(run.read_ids))
-    return any(wanted in f" {normalize_answer(r.text)} " for r in records)
+    return any(wanted in _name_form(r.text) for r in records)
 
 
 def quoted_searches(searched: list[str], none: str = "nothing yet") -> str:
