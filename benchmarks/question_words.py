@@ -27,10 +27,9 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from arag.corpus.readers import read_source
-from arag.eval.absent import absent_corpus
+from arag.eval.absent import absent_corpus, passage_text, read_corpus
 from arag.eval.datasets import Dataset, load_dataset
 from arag.eval.metrics import KeyTerms
 from arag.eval.runner import select_questions
@@ -207,14 +206,8 @@ def unheld_names(question: str, vocabulary: Vocabulary) -> list[str]:
     return [n for n in question_names(question) if f" {normalize_answer(n)} " not in vocabulary.normalized]
 
 
-def passages_text(item: Any) -> str:
-    if isinstance(item, dict):
-        return " ".join(str(item.get(k) or "") for k in ("title", "text", "context"))
-    return str(item)
-
-
 def corpus_vocabulary(dataset: Dataset, lemmas: Lemmas | None) -> Vocabulary:
-    return Vocabulary((passages_text(item) for item in json.loads(dataset.corpus.read_text("utf-8"))), lemmas)
+    return Vocabulary((passage_text(item) for item in read_corpus(dataset.corpus)), lemmas)
 
 
 def share(hits: int, n: int) -> str:

@@ -56,12 +56,12 @@ def absent_corpus(
             "absent questions need the corpus as titled passages or documents, not pre-cut chunks: "
             "use --corpus corpus (the dataset's corpus.json)"
         )
-    corpus = _read(dataset.corpus)
+    corpus = read_corpus(dataset.corpus)
     if dataset.format == "graphrag-bench":
         kept, removed, evidence = _without_sentences(corpus, questions, key_terms)
     else:
         kept, removed, evidence = _without_passages(corpus, questions, key_terms)
-    remaining = " " + " ".join(normalize_answer(_text(item)) for item in kept) + " "
+    remaining = " " + " ".join(normalize_answer(passage_text(item)) for item in kept) + " "
     absent: list[Question] = []
     left_out: dict[str, str] = {}
     for question in questions:
@@ -83,7 +83,8 @@ def absent_corpus(
     return AbsentCorpus(reduced, removed, left_out)
 
 
-def _read(path: Path) -> list[Any]:
+def read_corpus(path: Path) -> list[Any]:
+    """A corpus file as released: a JSON list of passages or documents."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -93,7 +94,8 @@ def _read(path: Path) -> list[Any]:
     return data
 
 
-def _text(item: Any) -> str:
+def passage_text(item: Any) -> str:
+    """The text of one passage or document of a corpus file, its title included."""
     if isinstance(item, dict):
         return " ".join(str(item.get(k) or "") for k in ("title", "text", "context"))
     return str(item)
@@ -123,7 +125,7 @@ def _without_passages(
     }
     kept = []
     for passage in corpus:
-        text = _text(passage)
+        text = passage_text(passage)
         normal = normalize_answer(text)
         named = isinstance(passage, dict) and str(passage.get("title")) in titles
         quoted = any(p in normal for p in probes)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arag.errors import ARagError
+from arag.filters import Filter
 from arag.harness.contract import RunView
 from arag.harness.text import a_heading, asks_a_question, chunk_headings
 from arag.harness.view import CompactPresenter, QuestionScores
@@ -161,16 +162,22 @@ def naming(run: RunView, name: str, limit: int = 5) -> list[str]:
     wanted = _name_form(name)
     if not wanted.strip():
         return []
+    found = _chunks_naming(index, scope, wanted, name, limit)
+    if found:
+        return found[:limit]
     words = dict.fromkeys(w for w in re.findall(r"\w+", name) if len(w) >= 3)  # in order: a tie keeps the first
-    by_rarity = sorted(words, key=lambda w: (index.keyword_chunk_count(w, 1000), -len(w)))
-    found: list[str] = []
-    for keyword, top_k in ((name, limit), *((word, 100) for word in by_rarity)):
-        hits = index.keyword_search([keyword], top_k, scope)
-        records, _ = index.read([h.chunk_id for h in hits], scope)
-        found += [r.chunk_id for r in records if wanted in _name_form(r.text) and r.chunk_id not in found]
+    for word in sorted(words, key=lambda w: (index.keyword_chunk_count(w, 1000), -len(w))):
+        found = _chunks_naming(index, scope, wanted, word, 100)
         if found:
             break
     return found[:limit]
+
+
+def _chunks_naming(index: Index, scope: Filter | None, wanted: str, keyword: str, top_k: int) -> list[str]:
+    """The keyword search's hits for ``keyword`` whose text holds ``wanted`` (a ``_name_form``), best first."""
+    hits = index.keyword_search([keyword], top_k, scope)
+    records, _ = index.read([h.chunk_id for h in hits], scope)
+    return list(dict.fromkeys(r.chunk_id for r in records if wanted in _name_form(r.text)))
 
 
 def _name_form(text: str) -> str:
