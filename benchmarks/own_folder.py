@@ -3,7 +3,7 @@ folder does not answer, and questions whose answer lies outside the scope they a
 
     python benchmarks/own_folder.py                                  # the embedded default (compact profile)
     python benchmarks/own_folder.py --profile paper                  # the paper's loop on the same questions
-    python benchmarks/own_folder.py --policy -read_before_answer --out runs/own-folder-without.jsonl
+    python benchmarks/own_folder.py --policy=-read_before_answer --out runs/own-folder-without.jsonl
     python benchmarks/own_folder.py --folder benchmarks/own_folder/lab \\
         --questions benchmarks/own_folder/lab-questions.json
 
@@ -11,8 +11,11 @@ The folder (benchmarks/own_folder/handbook: eight short Markdown files of a made
 (benchmarks/own_folder/questions.json) were written for this check, not taken from a benchmark, and no default was
 chosen on them: it is the dev sets' complement, the shape of question a team asks of its own documents. A second
 folder in other formats (benchmarks/own_folder/lab: a research group's web page, Word, Excel, PDF, Markdown and a
-plain-text file; lab-questions.json) was written the same way, later, to see what the first one had not. An
-answerable question is right when the answer holds a term of every one of its ``groups`` (alternatives; matched as
+plain-text file; lab-questions.json) was written the same way, later, to see what the first one had not; then a
+community orchard's (orchard) and a veterinary practice's (vets: Markdown, CSV, plain text, an e-mail, an HTML price
+list, Word, PDF), each with its questions written before any run on it. ``--only`` asks some of the questions (the
+ones a change reaches; ask the same ones before and after it: a run's answers can drift with what it asked before).
+An answerable question is right when the answer holds a term of every one of its ``groups`` (alternatives; matched as
 the Medical key terms are, ``arag.eval.metrics.KeyTerms``) and is not a refusal;
 an absent or out-of-scope one is right when the agent says "Not in the documents" (the result's ``not_found``).
 A right answer cites its evidence when a chunk it cites holds every term. The index is built once per run in a
@@ -75,7 +78,37 @@ def main() -> int:
     parser.add_argument("--profile", help="the agent's profile (default: the model's, compact when embedded)")
     parser.add_argument("--policy", action="append", default=[], help="+NAME / -NAME, as arag ask --policy")
     parser.add_argument("--out", type=Path, help="write one JSON line per question here")
+    parser.add_argument(
+        "--only",
+        help="ask only these question ids (comma-separated): the ones a change reaches, the others' answers unchanged",
+    )
+    parser.add_argument(
+        "--pair",
+        nargs=2,
+        action="append",
+        metavar=("BEFORE", "AFTER"),
+        help="no run: pair two runs' --out files on the same questions (repeatable: one pair a folder), print every "
+        "changed answer and both sides' tables",
+    )
+    parser.add_argument(
+        "--splice",
+        nargs=2,
+        metavar=("FULL", "REACHED"),
+        help="no run: FULL's answers with REACHED's (an --only run of the questions a change reaches) in their place, "
+        "written to --out, and its table",
+    )
     args = parser.parse_args()
+    if args.splice:
+        full, reached = (list(map(json.loads, Path(p).read_text().splitlines())) for p in args.splice)
+        by_id = {r["id"]: r for r in reached}
+        spliced = [by_id.get(r["id"], r) for r in full]
+        if args.out:
+            args.out.write_text("".join(json.dumps(r) + "\n" for r in spliced))
+        print(table(spliced, "spliced"))
+        return 0
+    if args.pair:
+        print(paired([(Path(b), Path(a)) for b, a in args.pair]))
+        return 0
 
     settings = load_settings()
     update: dict[str, Any] = {"policies": [*settings.agent.policies, *args.policy]}
@@ -83,6 +116,12 @@ def main() -> int:
         update["profile"] = args.profile
     agent_settings = settings.agent.model_copy(update=update)
     questions = json.loads(args.questions.read_text())
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = sorted(set(wanted) - {q["id"] for q in questions})
+        if unknown:
+            parser.error(f"no question {', '.join(unknown)} in {args.questions}")
+        questions = [q for q in questions if q["id"] in wanted]
     terms = answer_terms(questions)
     with tempfile.TemporaryDirectory() as scratch:
         location = args.index or Path(scratch) / "index"
@@ -121,6 +160,29 @@ def main() -> int:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in records))
     print(table(records, agent.bundle.name))
     return 0
+
+
+def paired(pairs: list[tuple[Path, Path]]) -> str:
+    """Two sides' records on the same questions: each answer that changed, then each side's table."""
+    sides: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    lines = []
+    for before_file, after_file in pairs:
+        before, after = (
+            {r["id"]: r for r in map(json.loads, path.read_text().splitlines())} for path in (before_file, after_file)
+        )
+        if set(before) != set(after):
+            raise SystemExit(f"{before_file} and {after_file} hold other questions: pair the same ones")
+        for qid in before:
+            sides[0].append(before[qid])
+            sides[1].append(after[qid])
+            was, now = before[qid], after[qid]
+            if (was["answer"], was["right"]) != (now["answer"], now["right"]):
+                lines.append(f"{after_file.stem} {qid}: {_said(was)} -> {_said(now)}")
+    return "\n".join([*lines, "", table(sides[0], "before"), "", table(sides[1], "after")])
+
+
+def _said(record: dict[str, Any]) -> str:
+    return f"{'right' if record['right'] else 'WRONG'} {record['answer'][:70]!r}"
 
 
 def share(hits: int, n: int) -> str:

@@ -43,6 +43,7 @@ QUESTIONS = [
     "Did Ermengarde of Tours die in 851?",
     "What did the abbot's sister marry?",
     "Who was Person 12's father?",
+    "In which year did the monk who keeps the scriptorium ledger join the abbey?",
 ]
 EXTRAS = ["option_check", "supported_answer", "same_name", "confident_stop", "repeat_stop"]
 

@@ -122,7 +122,8 @@ class RandomModel:
 
 def varied_corpus(folder: Path) -> Path:
     """The tests' corpus, and what makes every policy act somewhere on it: words in most chunks (120 biographies),
-    two films of one name, a long chunk a read is focused in, a heading that asks. Written as ``folder``/corpus.json."""
+    two films of one name, a long chunk a read is focused in, a heading that asks, one a question describes. Written as
+    ``folder``/corpus.json."""
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"
     docs = json.loads((fixtures / "hipporag_corpus.json").read_text(encoding="utf-8"))
     docs += [
@@ -137,8 +138,14 @@ def varied_corpus(folder: Path) -> Path:
     docs += [
         {"title": "Fortunella (film)", "text": "Fortunella is a 1958 Italian film by Eduardo De Filippo."},
         {"title": "Fortunella (1958 film)", "text": "Fortunella is a 1958 film directed by Eduardo De Filippo."},
-        {"title": "Town 7", "text": "Town 7 is a village. Its mayor was a former director."},
+        {
+            "title": "Town 7",
+            "text": "Town 7 is a village. Its mayor was a former director. "
+            # one a question describes ("the monk who keeps the scriptorium ledger"): described_hop
+            "The scriptorium ledger of Town 7 is kept by Brother Anselm, who copies the charters.",
+        },
         {"title": "Long chronicle", "text": f"What is the chronicle? {facts}"},
+        {"title": "Brother Anselm", "text": "Brother Anselm joined the abbey in 842 and died in 870."},
     ]
     path = folder / "corpus.json"
     path.write_text(json.dumps(docs), encoding="utf-8")

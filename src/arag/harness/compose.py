@@ -32,11 +32,13 @@ ORDER: dict[str, tuple[str, ...]] = {
     # The first policy to hold an answer decides; the ones after it are not asked, so each keeps its one hold for a
     # later answer. plan first: an answer before the plan's searches is the commonest early answer; option_check
     # held before grounded_answer while it was in the default (measured so, docs/results.md "option_check"); hop_read
-    # before the checks of what the answer rests on: the text it reads may change the answer.
+    # before the checks of what the answer rests on: the text it reads may change the answer; described_hop after
+    # it, for the same reason.
     "hold": (
         "plan",
         "read_before_answer",
         "hop_read",
+        "described_hop",
         "option_check",
         "evidence_ledger",
         "grounded_answer",
@@ -44,9 +46,10 @@ ORDER: dict[str, tuple[str, ...]] = {
     ),
     # The first outcome for a repeated call decides: an answer held back by the plan stands; else the search's
     # unread hits are read instead; else the other search tool is offered; stall_answer counts the refusal left.
-    # hop_read before repeat_reads: the next hop's text is worth more than the latest search's next hit.
+    # hop_read and described_hop before repeat_reads: the next hop's text is worth more than the latest search's next
+    # hit.
     # repeat_stop first: it answers no repeat, and is asked of every one to record the one that ends the search.
-    "repeat": ("repeat_stop", "plan", "hop_read", "repeat_reads", "switch_search", "stall_answer"),
+    "repeat": ("repeat_stop", "plan", "hop_read", "described_hop", "repeat_reads", "switch_search", "stall_answer"),
     # Call edits apply in turn, each to the call as the one before left it: shorter_keywords shortens the keywords
     # that common_keywords kept, and adds to its header.
     "edit": ("common_keywords", "shorter_keywords"),

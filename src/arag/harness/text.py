@@ -147,7 +147,7 @@ def whole_sentences(answer: str, cap: int) -> str:
 
 
 # a capitalised phrase of a question: a name ("Maurice, Prince of Orange's" gives "Maurice" and "Prince of Orange")
-_NAME = re.compile(r"\b[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|la|le|von|van|der|du|da|di)?\s*[A-Z0-9][\w'’.&-]*)*")
+NAME_PATTERN = re.compile(r"\b[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|la|le|von|van|der|du|da|di)?\s*[A-Z0-9][\w'’.&-]*)*")
 # words that open a question or a request, dropped from the front of a capitalised phrase; not
 # arag.verification.STOPWORDS, which would also strip a title's first word ("After Earth", "Over the Top")
 _QUESTION_WORDS = frozenset(
@@ -310,7 +310,7 @@ def question_names(question: str) -> list[str]:
         found = [_without_possessive(option) for option in options]
     else:
         text = question.removeprefix("Question:").strip()
-        found = [name for match in _NAME.finditer(text) for name in _names_in(match.group(), match.start() == 0)]
+        found = [name for match in NAME_PATTERN.finditer(text) for name in _names_in(match.group(), match.start() == 0)]
     names: list[str] = []
     for name in found:
         if len(name) >= 3 and name not in names:
