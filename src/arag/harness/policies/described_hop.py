@@ -12,6 +12,7 @@ from arag.harness.reads import SENTENCE_CHARS, naming
 from arag.harness.registry import register
 from arag.harness.text import NAME_PATTERN, choice_options, whole_sentences, without_qualifier, yes_no_question
 from arag.index import Index, title_of
+from arag.store import ChunkRecord
 from arag.text import STOPWORDS, normalize_answer
 from arag.tools.toolkit import ToolCall
 
@@ -94,10 +95,14 @@ class Described:
     controlled drugs register …") and whether the question's own verb may follow the clause (``inverted``)."""
 
     phrase_head: str  # the noun phrase before the clause, up to three words ("new digital unit")
-    head: str  # its last word ("unit")
     pronoun: str
     clause: str
     inverted: bool
+
+    @property
+    def head(self) -> str:
+        """The phrase's head noun, its last word ("unit")."""
+        return self.phrase_head.split()[-1]
 
     def said(self, matched: tuple[str, ...] = ()) -> str:
         """The phrase as a message quotes it; where the question's own verb may follow the clause, the clause up to
@@ -141,7 +146,7 @@ def described_phrase(question: str) -> Described | None:
     if len(set(_content(found.group(4)))) < CLAUSE_WORDS:
         return None
     inverted = _INVERTED.search(question[: found.start()]) is not None
-    return Described(found.group(1), found.group(2), found.group(3), found.group(4), inverted)
+    return Described(found.group(1), found.group(3), found.group(4), inverted)
 
 
 def _content(text: str) -> list[str]:
@@ -285,9 +290,10 @@ class DescribedHop(Policy):
         answer_next, self.answer_next = self.answer_next, False  # for one action
         return Allow(final=True) if answer_next and not base.forced else None
 
-    def hop(self, run: RunView) -> tuple[Bridge, list[str], str] | None:
+    def hop(self, run: RunView, at: str) -> tuple[Bridge, list[str], str, str] | None:
         """The one described, as a text shown names them; the chunk to read for them (none if every chunk naming them
-        was read); and what the model is told of both. None before a text shown names them, or once told."""
+        was read); what the model is told of them; and the read chunk's sentences that name them, quoted. None before
+        a text shown names them, or once told (``at``: the hook telling it, recorded)."""
         if self.described is None or self.took is not None:
             return None
         shown = list(dict.fromkeys([*run.read_ids, *run.toolkit.tracker.seen_ids]))
@@ -295,79 +301,73 @@ class DescribedHop(Policy):
         if bridge is None:
             return None
         unread = [c for c in naming(run, bridge.name) if c not in run.read_ids and c != bridge.chunk_id]
-        to_read = self._best(run, unread, bridge)
+        records, _missing = run.toolkit.index.read(unread)
+        to_read = _best(records, run.question, self.described, bridge)
         self.acted()
         self.answer_next = True
-        self.took = {"name": bridge.name, "from": bridge.chunk_id, "read": to_read}
+        self.took = {"name": bridge.name, "from": bridge.chunk_id, "read": [r.chunk_id for r in to_read], "at": at}
         told = NAMED.format(
             described=self.described.said(bridge.matched),
             name=bridge.name,
             chunk=bridge.chunk_id,
             sentence=bridge.sentence,
         )
-        return bridge, to_read, told
+        return bridge, [r.chunk_id for r in to_read], told, _naming_sentences(run.toolkit.index, to_read, bridge.name)
 
     def on_repeat(self, run: RunView, call: ToolCall) -> ReadInstead | Refuse | None:
-        found = self.hop(run)
+        found = self.hop(run, "repeat")
         if found is None:
             return None
-        bridge, to_read, told = found
-        self.took = {**(self.took or {}), "at": "repeat"}
+        bridge, to_read, told, said = found
         ask = ASK.format(name=bridge.name, question=run.question)
         if not to_read:
             return Refuse(f"Instead: {told} {ask}")
-        said = self._naming_sentences(run, to_read, bridge.name)
         read = READ_INSTEAD.format(chunk=to_read[0], said=f", which says: {said}" if said else "")
         return ReadInstead(tuple(to_read), f"Instead: {told}{read} {ask}", focus=f"{bridge.name}: {run.question}")
 
     def on_answer(self, run: RunView, answer: str) -> Hold | None:
         if run.stop_reason is not None:
             return None
-        found = self.hop(run)
+        found = self.hop(run, "answer")
         if found is None:
             return None
-        bridge, to_read, told = found
-        self.took = {**(self.took or {}), "at": "answer"}
-        said = self._naming_sentences(run, to_read, bridge.name)
+        bridge, to_read, told, said = found
         read = READ_NOTE.format(chunk=to_read[0], said=said) if to_read and said else ""
         message = f"Before your answer stands: {told}{read} {ASK.format(name=bridge.name, question=run.question)}"
         focus = f"{bridge.name}: {run.question}"
         return Hold(message, read=to_read, why="for the one the question describes", focus=focus)
 
-    def _naming_sentences(self, run: RunView, to_read: list[str], name: str) -> str:
-        """The sentences of the chunks read that name ``name``, quoted (a table row as its fields: "name: Gemma Holt;
-        …; joined: 2015", the year next to the name, where a small model misread the row of a table)."""
-        index = run.toolkit.index
-        records, _missing = index.read(to_read)
-        wanted = f" {normalize_answer(name)} "
-        naming_it = [
-            whole_sentences(" ".join(sentence.split())[:SENTENCE_CHARS], SENTENCE_CHARS)
-            for record in records
-            for sentence in index.sentences(record, rows_as_fields=True)
-            if wanted in f" {normalize_answer(sentence)} "
-        ]
-        return " ".join(f'"{sentence}"' for sentence in naming_it[:QUOTED])
-
-    def _best(self, run: RunView, chunk_ids: list[str], bridge: Bridge) -> list[str]:
-        """The chunk of ``chunk_ids`` of the document titled by the one's name (one per person or work, as in a
-        wiki), else that holds most of the question's other words (the first of a tie); none if no chunk is either
-        (a text that only names them, read for the model, led it to that text's other names)."""
-        if not chunk_ids or self.described is None:
-            return []
-        wanted = outer_words(run.question, self.described, bridge.matched)
-        records, _missing = run.toolkit.index.read(chunk_ids)
-        name = normalize_answer(bridge.name)
-        scored = [
-            (
-                normalize_answer(without_qualifier(title_of(r.doc_id))) == name,  # the one's own document, where one is
-                sum(_match(w, set(_content(r.text))) for w in wanted),
-                -i,
-                r.chunk_id,
-            )
-            for i, r in enumerate(records)
-        ]
-        best = max(scored, default=None)
-        return [best[-1]] if best is not None and (best[0] or best[1]) else []
-
     def record(self, run: RunView) -> dict[str, Any] | None:
         return self.took
+
+
+def _naming_sentences(index: Index, records: list[ChunkRecord], name: str) -> str:
+    """The sentences of ``records`` that name ``name``, quoted (a table row as its fields: "name: Gemma Holt; …;
+    joined: 2015", the year next to the name, where a small model misread the row of a table)."""
+    wanted = f" {normalize_answer(name)} "
+    naming_it = [
+        whole_sentences(" ".join(sentence.split())[:SENTENCE_CHARS], SENTENCE_CHARS)
+        for record in records
+        for sentence in index.sentences(record, rows_as_fields=True)
+        if wanted in f" {normalize_answer(sentence)} "
+    ]
+    return " ".join(f'"{sentence}"' for sentence in naming_it[:QUOTED])
+
+
+def _best(records: list[ChunkRecord], question: str, described: Described, bridge: Bridge) -> list[ChunkRecord]:
+    """The chunk of ``records`` of the document titled by the one's name (one per person or work, as in a wiki),
+    else that holds most of the question's other words (the first of a tie); none if no chunk is either (a text that
+    only names them, read for the model, led it to that text's other names)."""
+    wanted = outer_words(question, described, bridge.matched)
+    name = normalize_answer(bridge.name)
+    scored = [
+        (
+            normalize_answer(without_qualifier(title_of(r.doc_id))) == name,  # the one's own document, where one is
+            sum(_match(w, set(_content(r.text))) for w in wanted),
+            -i,
+            r,
+        )
+        for i, r in enumerate(records)
+    ]
+    best = max(scored, key=lambda item: item[:3], default=None)
+    return [best[-1]] if best is not None and (best[0] or best[1]) else []
