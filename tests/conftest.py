@@ -97,6 +97,16 @@ def people_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     return Index.open(folder / "idx", threads=1)
 
 
+def folder_index(tmp_path_factory: pytest.TempPathFactory, name: str, files: dict[str, str]) -> Index:
+    """An index (fake embedder) of a folder ``name`` holding ``files`` (file name → text)."""
+    folder = tmp_path_factory.mktemp(name) / name
+    folder.mkdir()
+    for file_name, text in files.items():
+        (folder / file_name).write_text(text, encoding="utf-8")
+    build_index([folder], folder.parent / "idx", fake_settings())
+    return Index.open(folder.parent / "idx", threads=1)
+
+
 def fake_run(index: Index, *policies: str, question: str = "q?", view: object = None, **settings: object):
     """A RunState over ``index`` with no model behind it (the policies' unit tests drive it by hand), and the
     named policies started on it, as the loop starts them (their run limits applied)."""

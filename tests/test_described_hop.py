@@ -9,12 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arag.corpus.build import build_index
 from arag.harness import Hold, ReadInstead, Refuse
 from arag.harness.policies.described_hop import bridge_in, described_phrase, names_in
 from arag.index import Index
 from arag.tools.toolkit import ToolCall
-from conftest import fake_run, fake_settings, guarded_call
+from conftest import fake_run, folder_index, guarded_call
 from support.agents import local_json_agent
 from support.scripted_server import ScriptedServer, completion
 
@@ -34,12 +33,7 @@ REGISTER = "In which year did the person who keeps the controlled drugs register
 
 @pytest.fixture(scope="module")
 def practice(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    folder = tmp_path_factory.mktemp("practice") / "practice"
-    folder.mkdir()
-    for name, text in FILES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    build_index([folder], folder.parent / "idx", fake_settings())
-    return Index.open(folder.parent / "idx", threads=1)
+    return folder_index(tmp_path_factory, "practice", FILES)
 
 
 def every_chunk(index: Index) -> list[str]:

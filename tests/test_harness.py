@@ -44,6 +44,7 @@ QUESTIONS = [
     "What did the abbot's sister marry?",
     "Who was Person 12's father?",
     "In which year did the monk who keeps the scriptorium ledger join the abbey?",
+    "What is the annual parking budget of the abbey?",
 ]
 EXTRAS = ["option_check", "supported_answer", "same_name", "confident_stop", "repeat_stop"]
 

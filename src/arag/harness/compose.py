@@ -55,8 +55,9 @@ ORDER: dict[str, tuple[str, ...]] = {
     "edit": ("common_keywords", "shorter_keywords"),
     # Answer revisions apply in turn: an answer cut to its cap keeps its whole sentences, then its citations are
     # mended (or the closest sentence read stands in for a placeholder); last, the evidence ledger turns a refusal
-    # into "Not in the documents (searched for: …)" and cites the chunk read that holds the answer.
-    "revise": ("short_answer", "grounded_answer", "evidence_ledger"),
+    # into "Not in the documents (searched for: …)" and cites the chunk read that holds the answer; absent_words
+    # after it, so that its "no document uses …" is the answer a question about what no document mentions ends with.
+    "revise": ("short_answer", "grounded_answer", "evidence_ledger", "absent_words"),
     # Notes follow a result in this order (they never meet today: closest_sentence notes reads, same_name searches).
     "note": ("closest_sentence", "same_name"),
     # Opening calls are made, start messages said and rereads asked in this order: the answer is checked as it
