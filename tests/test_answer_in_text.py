@@ -185,6 +185,14 @@ def test_a_figure_read_in_a_sentence_about_the_question_anywhere_stands() -> Non
     assert figure_elsewhere(["640"], "How much did the cider press cost?", chunks[:1]) is not None
 
 
+def test_a_figure_the_text_gives_as_a_word_about_the_question_stands() -> None:
+    question = "What temperature is the cold room kept at?"
+    index_page = Shown("lab", ["Field samples are stored in the cold room, room C310, at four degrees Celsius."])
+    minutes = Shown("minutes", ["4. The budget for consumables this year is 40,000 euros."])
+    assert figure_elsewhere(["4"], question, [index_page, minutes]) is None
+    assert figure_elsewhere(["4"], question, [minutes]) == ("4", minutes.sentences[0])
+
+
 def test_a_figure_in_the_text_of_a_second_hop_reached_by_name_stands() -> None:
     question = "When did Lothair II's mother die?"
     mother = Shown("Ermengarde of Tours", ["Ermengarde of Tours (20 March 851) was a queen of the Franks."])

@@ -142,7 +142,8 @@ def reached_by_name(title: str, texts: list[tuple[str, str]], asked: list[str]) 
 
 
 def figure_elsewhere(figures: list[str], question: str, chunks: list[Shown]) -> tuple[str, str] | None:
-    """The first of ``figures`` that the chunks' sentences hold only where neither the sentence nor the one before it
+    """The first of ``figures`` that the chunks' sentences hold (in digits or as a word) only where neither the
+    sentence nor the one before it
     names a word of the question, nor was its document reached by name from a text that does; with the first
     sentence holding it. None when each figure the sentences hold has one that does (a figure no sentence holds is
     not this check's: a sum or a difference is in none)."""
@@ -156,7 +157,7 @@ def figure_elsewhere(figures: list[str], question: str, chunks: list[Shown]) -> 
         holding: list[tuple[str, bool]] = []
         for chunk, chunk_words in zip(chunks, words, strict=True):
             for i, sentence in enumerate(chunk.sentences):
-                if figure not in figures_in(sentence):
+                if figure not in figures_in(sentence, words=True):  # "four degrees" gives 4, as the answer may
                     continue
                 named = names_question(asked, chunk_words[i] | (chunk_words[i - 1] if i else set()))
                 holding.append((sentence, named or reached_by_name(chunk.title, texts, asked)))
