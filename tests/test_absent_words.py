@@ -57,11 +57,11 @@ def test_the_words_a_question_is_about(question: str, words: list[str]) -> None:
 
 def test_a_word_is_used_where_a_word_starts_like_it(practice: Index) -> None:
     run = run_over(practice)
-    assert used(practice, run, "dentistry")  # "dentist"
-    assert used(practice, run, "microchips") and used(practice, run, "founding")  # "microchip", "founded"
-    assert not used(practice, run, "rent")  # only inside "current"
-    assert not used(practice, run, "parking")
-    assert not used(run_over(practice, "path=*prices.md").toolkit.index, run_over(practice, "path=*prices.md"), "cats")
+    assert used(run, "dentistry")  # "dentist"
+    assert used(run, "microchips") and used(run, "founding")  # "microchip", "founded"
+    assert not used(run, "rent")  # only inside "current"
+    assert not used(run, "parking")
+    assert not used(run_over(practice, "path=*prices.md"), "cats")
 
 
 @pytest.mark.parametrize(
@@ -93,8 +93,8 @@ def test_a_stem_in_many_chunks_is_taken_as_used_without_reading_them(tmp_path_fa
         (folder / f"note{i}.md").write_text(f"Note {i}: the current plan stands.\n", encoding="utf-8")
     build_index([folder], folder.parent / "idx", fake_settings())
     index = Index.open(folder.parent / "idx", threads=1)
-    assert used(index, run_over(index), "rent")  # "current" in every chunk: not read one by one
-    assert not used(index, run_over(index), "parking")
+    assert used(run_over(index), "rent")  # "current" in every chunk: not read one by one
+    assert not used(run_over(index), "parking")
 
 
 @given(st.text(max_size=200))

@@ -8,7 +8,6 @@ from typing import Any
 
 from arag.harness.contract import Allow, Base, Policy, Revised, RunView
 from arag.harness.registry import register
-from arag.index import Index
 from arag.text import NOT_IN_DOCUMENTS, STOPWORDS, normalize_answer
 
 NO_DOCUMENT_USES = NOT_IN_DOCUMENTS + ": no document uses {words}, the question's words."
@@ -63,10 +62,10 @@ def question_words(question: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def used(index: Index, run: RunView, word: str) -> bool:
+def used(run: RunView, word: str) -> bool:
     """Whether a chunk within the run's scope has a word that starts like ``word`` (its stem: all but its last three
     letters, at least four: "dentistry" is used where "dentist" is, "rent" where "rented" is, not in "current")."""
-    stem = word[: max(4, len(word) - 3)]
+    stem, index = word[: max(4, len(word) - 3)], run.toolkit.index
     hits = index.keyword_search([stem], PROBE_CHUNKS, run.toolkit.scope)
     if len(hits) >= PROBE_CHUNKS:
         return True
@@ -79,7 +78,7 @@ def absent_words(run: RunView, question: str) -> list[str]:
     """The question's words no document within scope uses, when they are two or more and at least half of its
     words; else none."""
     words = question_words(question)
-    absent = [word for word in words if not used(run.toolkit.index, run, word)]
+    absent = [word for word in words if not used(run, word)]
     return absent if len(absent) >= MIN_ABSENT and len(absent) >= ABSENT_SHARE * len(words) else []
 
 
